@@ -1,0 +1,116 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Apply proposes a command and returns the index it was applied at, with the
+// command's own (business) error. On a follower it forwards the entry to the
+// leader; either way it returns only once the local store has applied that
+// index, so a read on this node sees the write.
+func (c *Cluster) Apply(ctx context.Context, cmd Command) (uint64, error) {
+	data, err := Encode(cmd)
+	if err != nil {
+		return 0, err
+	}
+	return c.ApplyRaw(ctx, data)
+}
+
+// ApplyRaw is Apply for an already encoded entry. The entry is decoded here
+// first, so a malformed one never enters the log (decoding failures in the
+// state machine stop a node).
+func (c *Cluster) ApplyRaw(ctx context.Context, data []byte) (uint64, error) {
+	if _, err := Decode(data); err != nil {
+		return 0, fmt.Errorf("%w: %v", errBadCommand, err)
+	}
+	start := time.Now()
+	var idx uint64
+	var err error
+	if c.raft.State() == raft.Leader {
+		idx, err = c.applyLocal(ctx, data)
+	} else {
+		idx, err = c.forward(ctx, data)
+	}
+	c.Metrics.observeApply(start, err)
+	if idx == 0 {
+		return 0, err
+	}
+	if werr := c.fsm.WaitApplied(ctx, idx); werr != nil {
+		return idx, fmt.Errorf("%w: applied at %d on the leader, not yet here: %v", ErrUnknownOutcome, idx, werr)
+	}
+	return idx, err
+}
+
+var errBadCommand = errors.New("malformed command")
+
+func (c *Cluster) applyLocal(ctx context.Context, data []byte) (uint64, error) {
+	timeout := c.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	f := c.raft.Apply(data, timeout)
+	// A future may never be answered if raft shuts down with it still in
+	// the batch buffer (hashicorp/raft#498): wait with our own bound.
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			switch {
+			case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+				errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown):
+				// Lost leadership before commit: the entry may still commit
+				// under the next leader.
+				if errors.Is(err, raft.ErrNotLeader) {
+					return 0, ErrNoLeader
+				}
+				return 0, fmt.Errorf("%w (%v)", ErrUnknownOutcome, err)
+			case errors.Is(err, raft.ErrEnqueueTimeout):
+				return 0, ErrNoLeader
+			}
+			return 0, fmt.Errorf("apply: %w", err)
+		}
+	case <-ctx.Done():
+		return 0, ErrUnknownOutcome
+	case <-time.After(timeout + time.Second):
+		return 0, ErrUnknownOutcome
+	}
+	res, _ := f.Response().(*Result)
+	if res == nil {
+		return f.Index(), nil
+	}
+	for _, e := range res.Errs {
+		if e != nil {
+			return f.Index(), &BatchError{Errs: res.Errs}
+		}
+	}
+	return f.Index(), res.Err
+}
+
+// BatchError carries the per-entry results of a Batch. Entries that
+// succeeded have a nil error.
+type BatchError struct{ Errs []error }
+
+func (e *BatchError) Error() string {
+	n := 0
+	for _, err := range e.Errs {
+		if err != nil {
+			n++
+		}
+	}
+	return fmt.Sprintf("batch: %d of %d entries failed", n, len(e.Errs))
+}
+
+// Barrier waits until everything committed before now is applied here; on
+// the leader that is a linearizable read point.
+func (c *Cluster) Barrier(ctx context.Context) error {
+	if c.raft.State() != raft.Leader {
+		return ErrNoLeader
+	}
+	return c.raft.Barrier(c.cfg.ApplyTimeout).Error()
+}

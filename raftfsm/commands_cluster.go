@@ -1,0 +1,75 @@
+package raftfsm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// ClusterInit records the cluster identity at bootstrap. It is applied once;
+// a second one fails with a conflict.
+type ClusterInit struct {
+	Identity store.ClusterIdentity `json:"identity"`
+}
+
+// NodePut records (or updates) an appliance node's addresses.
+type NodePut struct {
+	Node store.Node `json:"node"`
+}
+
+// NodeRemove forgets an appliance node.
+type NodeRemove struct {
+	Name string `json:"name"`
+}
+
+// JoinCodeAdd registers a join code by the hash of its secret.
+type JoinCodeAdd struct {
+	Code store.JoinCode `json:"code"`
+	Now  time.Time      `json:"now"`
+}
+
+// JoinCodeUse spends a join code; it fails when the code is unknown, used or
+// expired at Now.
+type JoinCodeUse struct {
+	SecretHash string    `json:"secret_hash"`
+	Node       string    `json:"node"`
+	Now        time.Time `json:"now"`
+}
+
+func (*ClusterInit) Type() Type { return TypeClusterInit }
+func (*NodePut) Type() Type     { return TypeNodePut }
+func (*NodeRemove) Type() Type  { return TypeNodeRemove }
+func (*JoinCodeAdd) Type() Type { return TypeJoinCodeAdd }
+func (*JoinCodeUse) Type() Type { return TypeJoinCodeUse }
+
+func (*ClusterInit) Version() uint8 { return 1 }
+func (*NodePut) Version() uint8     { return 1 }
+func (*NodeRemove) Version() uint8  { return 1 }
+func (*JoinCodeAdd) Version() uint8 { return 1 }
+func (*JoinCodeUse) Version() uint8 { return 1 }
+
+func (c *ClusterInit) apply(tx *store.Tx) error { return tx.PutIdentity(c.Identity) }
+
+func (c *NodePut) apply(tx *store.Tx) error {
+	if c.Node.Name == "" || c.Node.RaftAddr == "" {
+		return fmt.Errorf("node needs a name and a raft address: %w", store.ErrInvalid)
+	}
+	return tx.PutNode(c.Node)
+}
+
+func (c *NodeRemove) apply(tx *store.Tx) error { return tx.DeleteNode(c.Name) }
+
+func (c *JoinCodeAdd) apply(tx *store.Tx) error { return tx.AddJoinCode(c.Code, c.Now) }
+
+func (c *JoinCodeUse) apply(tx *store.Tx) error { return tx.UseJoinCode(c.SecretHash, c.Node, c.Now) }
+
+func clusterCommands() map[Type]commandInfo {
+	return map[Type]commandInfo{
+		TypeClusterInit: {"cluster-init", 1, func() Command { return &ClusterInit{} }},
+		TypeNodePut:     {"node-put", 1, func() Command { return &NodePut{} }},
+		TypeNodeRemove:  {"node-remove", 1, func() Command { return &NodeRemove{} }},
+		TypeJoinCodeAdd: {"join-code-add", 1, func() Command { return &JoinCodeAdd{} }},
+		TypeJoinCodeUse: {"join-code-use", 1, func() Command { return &JoinCodeUse{} }},
+	}
+}

@@ -1,0 +1,329 @@
+package raftfsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+func testFSM(t testing.TB) (*FSM, *store.DB) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f, err := NewFSM(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, db
+}
+
+func entry(t testing.TB, index uint64, c Command) *raft.Log {
+	t.Helper()
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: b}
+}
+
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func machineID(i int) string { return fmt.Sprintf("m-%012x", i) }
+
+func mac(i int) string {
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", (i>>16)&0xff, (i>>8)&0xff, i&0xff)
+}
+
+func TestApplyCommands(t *testing.T) {
+	cases := map[string]struct {
+		setup   []Command
+		cmd     Command
+		wantErr error
+	}{
+		"create":             {cmd: &MachineCreate{ID: machineID(1), Name: "node1", MACs: []string{mac(1)}, Now: t0}},
+		"create duplicate":   {setup: []Command{&MachineCreate{ID: machineID(1), Now: t0}}, cmd: &MachineCreate{ID: machineID(1), Now: t0}, wantErr: store.ErrConflict},
+		"name taken":         {setup: []Command{&MachineCreate{ID: machineID(1), Name: "a", Now: t0}}, cmd: &MachineCreate{ID: machineID(2), Name: "a", Now: t0}, wantErr: store.ErrConflict},
+		"mac taken":          {setup: []Command{&MachineCreate{ID: machineID(1), MACs: []string{mac(1)}, Now: t0}}, cmd: &MachineCreate{ID: machineID(2), MACs: []string{mac(1)}, Now: t0}, wantErr: store.ErrConflict},
+		"bad id":             {cmd: &MachineCreate{ID: "m-xyz", Now: t0}, wantErr: store.ErrInvalid},
+		"bad name":           {cmd: &MachineCreate{ID: machineID(1), Name: "Not A Label", Now: t0}, wantErr: store.ErrInvalid},
+		"mac not normalized": {cmd: &MachineCreate{ID: machineID(1), MACs: []string{"52-54-00-00-00-01"}, Now: t0}, wantErr: store.ErrInvalid},
+		"delete missing":     {cmd: &MachineDelete{ID: machineID(9)}, wantErr: store.ErrNotFound},
+		"delete":             {setup: []Command{&MachineCreate{ID: machineID(1), Now: t0}}, cmd: &MachineDelete{ID: machineID(1)}},
+		"join code unknown":  {cmd: &JoinCodeUse{SecretHash: hash64("a"), Node: "n2", Now: t0}, wantErr: store.ErrForbidden},
+		"join code expired": {
+			setup:   []Command{&JoinCodeAdd{Code: store.JoinCode{SecretHash: hash64("a"), Expires: t0}, Now: t0}},
+			cmd:     &JoinCodeUse{SecretHash: hash64("a"), Node: "n2", Now: t0.Add(time.Second)},
+			wantErr: store.ErrForbidden,
+		},
+		"join code reused": {
+			setup: []Command{
+				&JoinCodeAdd{Code: store.JoinCode{SecretHash: hash64("a"), Expires: t0.Add(time.Hour)}, Now: t0},
+				&JoinCodeUse{SecretHash: hash64("a"), Node: "n2", Now: t0},
+			},
+			cmd:     &JoinCodeUse{SecretHash: hash64("a"), Node: "n3", Now: t0},
+			wantErr: store.ErrForbidden,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, db := testFSM(t)
+			idx := uint64(1)
+			for _, c := range tc.setup {
+				if r := f.Apply(entry(t, idx, c)).(*Result); r.Err != nil {
+					t.Fatalf("setup %T: %v", c, r.Err)
+				}
+				idx++
+			}
+			before := dump(t, db)
+			r := f.Apply(entry(t, idx, tc.cmd)).(*Result)
+			if !errors.Is(r.Err, tc.wantErr) || (tc.wantErr == nil) != (r.Err == nil) {
+				t.Fatalf("got error %v, want %v", r.Err, tc.wantErr)
+			}
+			if got, _, _ := db.Applied(); got != idx {
+				t.Fatalf("applied index %d, want %d", got, idx)
+			}
+			if tc.wantErr != nil {
+				// A refused command changes nothing but the applied index.
+				if after := dump(t, db); after != before {
+					t.Fatalf("refused command changed the store:\nbefore %s\nafter  %s", before, after)
+				}
+			}
+		})
+	}
+}
+
+func hash64(s string) string { return fmt.Sprintf("%064x", []byte(s)) }
+
+// dump renders the machines, their events and the join codes for comparison.
+func dump(t testing.TB, db *store.DB) string {
+	t.Helper()
+	var buf bytes.Buffer
+	err := db.View(func(tx *store.Tx) error {
+		ms, err := tx.Machines(store.MachineFilter{})
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			ev, _ := tx.Events(m.ID)
+			fmt.Fprintf(&buf, "%+v %d;", m, len(ev))
+		}
+		fmt.Fprintf(&buf, "by-mac:%v", tx.MachineIDsByMAC(mac(1)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestApplyBatchOneTransaction(t *testing.T) {
+	f, db := testFSM(t)
+	var logs []*raft.Log
+	for i := 1; i <= 100; i++ {
+		logs = append(logs, entry(t, uint64(i), &MachineCreate{ID: machineID(i), MACs: []string{mac(i)}, Now: t0}))
+	}
+	// One entry in the middle fails; the rest still apply.
+	logs[49] = entry(t, 50, &MachineDelete{ID: machineID(999)})
+	res := f.ApplyBatch(logs)
+	if len(res) != 100 {
+		t.Fatalf("%d results", len(res))
+	}
+	for i, r := range res {
+		err := r.(*Result).Err
+		if (i == 49) != (err != nil) {
+			t.Fatalf("entry %d: err %v", i+1, err)
+		}
+	}
+	var n int
+	db.View(func(tx *store.Tx) error { n = tx.CountMachines(); return nil })
+	if n != 99 {
+		t.Fatalf("%d machines, want 99", n)
+	}
+	if f.AppliedIndex() != 100 {
+		t.Fatalf("applied %d", f.AppliedIndex())
+	}
+	// Re-fed after a restart (NoSnapshotRestoreOnStart): skipped, no error,
+	// no duplicate-conflict.
+	res = f.ApplyBatch(logs[:10])
+	for _, r := range res {
+		if r.(*Result).Err != nil {
+			t.Fatalf("re-fed entry: %v", r.(*Result).Err)
+		}
+	}
+}
+
+func TestBatchCommand(t *testing.T) {
+	f, db := testFSM(t)
+	b, err := NewBatch(
+		&MachineCreate{ID: machineID(1), Now: t0},
+		&MachineCreate{ID: machineID(1), Now: t0}, // conflict with the first
+		&MachineEvent{Event: store.Event{Machine: machineID(1), Time: t0, Kind: "note", Message: "hello"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Apply(entry(t, 1, b)).(*Result)
+	if len(r.Errs) != 3 || r.Errs[0] != nil || !errors.Is(r.Errs[1], store.ErrConflict) || r.Errs[2] != nil {
+		t.Fatalf("batch results %v", r.Errs)
+	}
+	db.View(func(tx *store.Tx) error {
+		ev, _ := tx.Events(machineID(1))
+		if len(ev) != 2 || ev[1].Message != "hello" {
+			t.Fatalf("events %+v", ev)
+		}
+		return nil
+	})
+	if _, err := NewBatch(b); err == nil {
+		t.Fatal("nested batch accepted")
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := Encode(&Noop{})
+	cases := map[string][]byte{
+		"empty":         nil,
+		"short":         {1},
+		"unknown type":  {0x7e, 1, '{', '}'},
+		"version zero":  {byte(TypeMachineCreate), 0, '{', '}'},
+		"version newer": {byte(TypeMachineCreate), 9, '{', '}'},
+		"bad json":      {byte(TypeMachineCreate), 1, '{'},
+		"wrong types":   append([]byte{byte(TypeMachineCreate), 1}, `{"id":5}`...),
+	}
+	for name, b := range cases {
+		if _, err := Decode(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := Decode(good); err != nil {
+		t.Fatal(err)
+	}
+	// An unknown command marked ignorable is skipped, not fatal.
+	f, _ := testFSM(t)
+	r := f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{byte(FlagIgnorable | 0x7e), 1}}).(*Result)
+	if r.Err != nil || f.AppliedIndex() != 1 {
+		t.Fatalf("ignorable: %v applied %d", r.Err, f.AppliedIndex())
+	}
+}
+
+func TestUnknownCommandStopsTheNode(t *testing.T) {
+	f, _ := testFSM(t)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("an undecodable entry must stop the node, not be skipped")
+		}
+	}()
+	f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{0x7e, 1}})
+}
+
+type sink struct {
+	bytes.Buffer
+	cancelled bool
+}
+
+func (s *sink) ID() string    { return "test" }
+func (s *sink) Cancel() error { s.cancelled = true; return nil }
+func (s *sink) Close() error  { return nil }
+
+func TestSnapshotRestore10k(t *testing.T) {
+	src, srcDB := testFSM(t)
+	const n = 10000
+	var logs []*raft.Log
+	for i := 1; i <= n; i++ {
+		logs = append(logs, entry(t, uint64(i), &MachineCreate{ID: machineID(i), Name: fmt.Sprintf("node%d", i), MACs: []string{mac(i)}, Now: t0}))
+		if len(logs) == 1000 {
+			src.ApplyBatch(logs)
+			logs = nil
+		}
+	}
+	snap, err := src.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Applies continue while the snapshot is held; it must not see them.
+	src.Apply(entry(t, n+1, &MachineDelete{ID: machineID(1)}))
+	var s sink
+	if err := snap.Persist(&s); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+
+	dst, dstDB := testFSM(t)
+	dst.Apply(entry(t, 1, &MachineCreate{ID: machineID(999999), Now: t0})) // replaced by the restore
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(s.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if dst.AppliedIndex() != n {
+		t.Fatalf("restored applied index %d, want %d", dst.AppliedIndex(), n)
+	}
+	var count int
+	err = dstDB.View(func(tx *store.Tx) error {
+		count = tx.CountMachines()
+		if _, err := tx.Machine(machineID(999999)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("pre-restore machine survived: %v", err)
+		}
+		m, err := tx.Machine(machineID(1))
+		if err != nil || m.Name != "node1" {
+			t.Errorf("machine 1: %+v %v", m, err)
+		}
+		if ids := tx.MachineIDsByMAC(mac(5000)); len(ids) != 1 || ids[0] != machineID(5000) {
+			t.Errorf("mac index after restore: %v", ids)
+		}
+		return nil
+	})
+	if err != nil || count != n {
+		t.Fatalf("restored %d machines (%v), want %d", count, err, n)
+	}
+	_ = srcDB
+	// And a restored store keeps applying.
+	if r := dst.Apply(entry(t, n+1, &MachineDelete{ID: machineID(2)})).(*Result); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+
+	// Corrupt snapshots are refused and leave the store as it was.
+	data := s.Bytes()
+	flipped := append([]byte(nil), data...)
+	flipped[len(flipped)/2] ^= 0xff
+	bad := map[string][]byte{
+		"truncated":       data[:len(data)/2],
+		"header only":     data[:16],
+		"no checksum":     data[:len(data)-32],
+		"flipped byte":    flipped,
+		"not a snapshot":  []byte("hello, this is not a snapshot at all"),
+		"empty":           nil,
+		"testdata sample": readTestdata(t, "truncated.snap"),
+	}
+	for name, b := range bad {
+		if err := dst.Restore(io.NopCloser(bytes.NewReader(b))); err == nil {
+			t.Errorf("%s: restore accepted a damaged snapshot", name)
+		}
+		if dst.AppliedIndex() != n+1 {
+			t.Errorf("%s: applied index moved to %d", name, dst.AppliedIndex())
+		}
+	}
+	var after int
+	dstDB.View(func(tx *store.Tx) error { after = tx.CountMachines(); return nil })
+	if after != n-1 {
+		t.Fatalf("store changed by refused restores: %d machines", after)
+	}
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,365 @@
+package raftfsm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// Node-to-node calls on the cluster port (HTTP/1.1 inside mutual TLS).
+//
+//	POST /v1/apply        an encoded command, applied on the leader
+//	GET  /v1/status       this node's Raft view
+//	POST /v1/members      add a voter (the caller's certificate CN must be its ID)
+//	DELETE /v1/members/ID remove a server (leader only)
+//	/open/...             routes from Config.Calls that need no certificate
+//	anything else         routes from Config.Calls, certificate required
+const maxCommandBytes = 16 << 20
+
+type wireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type applyReply struct {
+	Index uint64       `json:"index"`
+	Error *wireError   `json:"error,omitempty"`
+	Errs  []*wireError `json:"errs,omitempty"`
+}
+
+func toWire(err error) *wireError {
+	if err == nil {
+		return nil
+	}
+	code := store.Code(err)
+	switch {
+	case errors.Is(err, ErrNoLeader):
+		code = "no_leader"
+	case errors.Is(err, ErrUnknownOutcome):
+		code = "unknown_outcome"
+	case errors.Is(err, errBadCommand):
+		code = "bad_command"
+	}
+	return &wireError{Code: code, Message: err.Error()}
+}
+
+func fromWire(w *wireError) error {
+	if w == nil {
+		return nil
+	}
+	switch w.Code {
+	case "no_leader":
+		return ErrNoLeader
+	case "unknown_outcome":
+		return fmt.Errorf("%w (on the leader: %s)", ErrUnknownOutcome, w.Message)
+	case "bad_command":
+		return fmt.Errorf("%w: %s", errBadCommand, w.Message)
+	}
+	return store.FromCode(w.Code, w.Message)
+}
+
+func (c *Cluster) callHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/apply", c.handleApply)
+	mux.HandleFunc("GET /v1/status", c.handleStatus)
+	mux.HandleFunc("POST /v1/members", c.handleAddMember)
+	mux.HandleFunc("DELETE /v1/members/{id}", c.handleRemoveMember)
+	if c.cfg.Calls != nil {
+		mux.Handle("/", c.cfg.Calls)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/open/") {
+			if r.TLS == nil {
+				http.Error(w, "cluster certificate required", http.StatusUnauthorized)
+				return
+			}
+			cn, ok := c.cfg.VerifyPeer(*r.TLS)
+			if !ok {
+				http.Error(w, "cluster certificate required", http.StatusUnauthorized)
+				return
+			}
+			if err := c.cfg.PeerCheck(cn); err != nil {
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (c *Cluster) handleApply(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxCommandBytes+1))
+	if err != nil || len(data) > maxCommandBytes {
+		http.Error(w, "command too large or unreadable", http.StatusBadRequest)
+		return
+	}
+	reply := applyReply{}
+	if c.raft.State() != raft.Leader {
+		reply.Error = toWire(ErrNoLeader) // no second hop: the caller re-resolves the leader
+	} else if _, derr := Decode(data); derr != nil {
+		reply.Error = toWire(fmt.Errorf("%w: %v", errBadCommand, derr))
+	} else {
+		idx, aerr := c.applyLocal(r.Context(), data)
+		reply.Index = idx
+		var be *BatchError
+		if errors.As(aerr, &be) {
+			for _, e := range be.Errs {
+				reply.Errs = append(reply.Errs, toWire(e))
+			}
+		} else {
+			reply.Error = toWire(aerr)
+		}
+	}
+	writeJSON(w, reply)
+}
+
+// forward sends an entry to the leader, following one leader change.
+func (c *Cluster) forward(ctx context.Context, data []byte) (uint64, error) {
+	deadline := time.Now().Add(c.cfg.ApplyTimeout)
+	for attempt := 0; ; attempt++ {
+		_, leaderAddr := c.Leader()
+		if leaderAddr == "" {
+			return 0, ErrNoLeader
+		}
+		if leaderAddr == c.cfg.Advertise {
+			return c.applyLocal(ctx, data)
+		}
+		var reply applyReply
+		err := c.call(ctx, leaderAddr, http.MethodPost, "/v1/apply", data, &reply)
+		if err != nil {
+			return 0, fmt.Errorf("%w: forward to leader %s: %v", ErrNoLeader, leaderAddr, err)
+		}
+		if reply.Error != nil && reply.Error.Code == "no_leader" && attempt < 3 && time.Now().Before(deadline) {
+			// Leadership moved between our lookup and the call; give the
+			// cluster a moment to tell us the new leader.
+			select {
+			case <-ctx.Done():
+				return 0, ErrUnknownOutcome
+			case <-time.After(c.cfg.HeartbeatTimeout / 2):
+			}
+			continue
+		}
+		if reply.Errs != nil {
+			be := &BatchError{}
+			for _, e := range reply.Errs {
+				be.Errs = append(be.Errs, fromWire(e))
+			}
+			return reply.Index, be
+		}
+		return reply.Index, fromWire(reply.Error)
+	}
+}
+
+// call makes a node-to-node call and decodes a JSON reply.
+func (c *Cluster) call(ctx context.Context, nodeAddr, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+nodeAddr+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := c.peers.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxCommandBytes))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%s: %w", strings.TrimSpace(string(b)), store.ErrNotFound)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s on %s: %s: %s", method, path, nodeAddr, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+// Call lets the appliance make its own node-to-node calls (image fetches,
+// joins) over the cluster's mutual TLS.
+func (c *Cluster) Call(ctx context.Context, nodeAddr, method, path string, body []byte, out any) error {
+	return c.call(ctx, nodeAddr, method, path, body, out)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// NodeStatus is one node's own view of Raft.
+type NodeStatus struct {
+	ID          string    `json:"id"`
+	Address     string    `json:"address"`
+	State       string    `json:"state"`
+	Leader      string    `json:"leader"`
+	Term        uint64    `json:"term"`
+	Applied     uint64    `json:"applied_index"`
+	Commit      uint64    `json:"commit_index"`
+	LastContact time.Time `json:"last_contact,omitzero"`
+}
+
+// LocalStatus is this node's view.
+func (c *Cluster) LocalStatus() NodeStatus {
+	id, _ := c.Leader()
+	st := NodeStatus{
+		ID: c.cfg.Name, Address: c.cfg.Advertise, State: c.raft.State().String(),
+		Leader: id, Applied: c.fsm.AppliedIndex(), Commit: c.raft.CommitIndex(),
+		Term: c.raft.CurrentTerm(),
+	}
+	if c.raft.State() == raft.Leader {
+		st.LastContact = time.Now()
+	} else if lc := c.raft.LastContact(); !lc.IsZero() {
+		st.LastContact = lc
+	}
+	return st
+}
+
+func (c *Cluster) handleStatus(w http.ResponseWriter, _ *http.Request) { writeJSON(w, c.LocalStatus()) }
+
+// Member is a server in the Raft configuration with what it says of itself.
+type Member struct {
+	ID        string      `json:"id"`
+	Address   string      `json:"address"`
+	Voter     bool        `json:"voter"`
+	Leader    bool        `json:"leader"`
+	Reachable bool        `json:"reachable"`
+	Status    *NodeStatus `json:"status,omitempty"`
+	Error     string      `json:"error,omitempty"`
+}
+
+// Members lists the configuration and asks each member for its own status,
+// in parallel, each within timeout.
+func (c *Cluster) Members(ctx context.Context, timeout time.Duration) ([]Member, error) {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	leaderID, _ := c.Leader()
+	servers := f.Configuration().Servers
+	out := make([]Member, len(servers))
+	done := make(chan struct{}, len(servers))
+	for i, s := range servers {
+		out[i] = Member{ID: string(s.ID), Address: string(s.Address), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leaderID}
+		go func(m *Member) {
+			defer func() { done <- struct{}{} }()
+			if m.ID == c.cfg.Name {
+				st := c.LocalStatus()
+				m.Status, m.Reachable = &st, true
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			var st NodeStatus
+			if err := c.call(cctx, m.Address, http.MethodGet, "/v1/status", nil, &st); err != nil {
+				m.Error = err.Error()
+				return
+			}
+			m.Status, m.Reachable = &st, true
+		}(&out[i])
+	}
+	for range servers {
+		<-done
+	}
+	return out, nil
+}
+
+type addMemberRequest struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Voter   bool   `json:"voter"`
+}
+
+func (c *Cluster) handleAddMember(w http.ResponseWriter, r *http.Request) {
+	var req addMemberRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		http.Error(w, "bad member request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	cn, _ := c.cfg.VerifyPeer(*r.TLS)
+	if cn != req.ID {
+		http.Error(w, fmt.Sprintf("a node may only add itself (certificate is for %q)", cn), http.StatusForbidden)
+		return
+	}
+	if err := c.AddMember(r.Context(), req.ID, req.Address, req.Voter); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	writeJSON(w, map[string]bool{"ok": true})
+}
+
+func (c *Cluster) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
+	if err := c.RemoveMember(r.Context(), r.PathValue("id")); err != nil {
+		status := http.StatusServiceUnavailable
+		if errors.Is(err, store.ErrNotFound) {
+			status = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	writeJSON(w, map[string]bool{"ok": true})
+}
+
+// AddMember adds a server to the configuration, on the leader (forwarding
+// when this node is not it). Voters are added as voters directly; hashicorp
+// raft catches a new server up before it counts toward commit only for
+// non-voters, so a large store should join as non-voter first.
+func (c *Cluster) AddMember(ctx context.Context, id, address string, voter bool) error {
+	if c.raft.State() != raft.Leader {
+		_, leader := c.Leader()
+		if leader == "" {
+			return ErrNoLeader
+		}
+		body, _ := json.Marshal(addMemberRequest{ID: id, Address: address, Voter: voter})
+		return c.call(ctx, leader, http.MethodPost, "/v1/members", body, nil)
+	}
+	var f raft.IndexFuture
+	if voter {
+		f = c.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(address), 0, c.cfg.ApplyTimeout)
+	} else {
+		f = c.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(address), 0, c.cfg.ApplyTimeout)
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("add member %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveMember removes a server from the configuration, on the leader.
+func (c *Cluster) RemoveMember(ctx context.Context, id string) error {
+	if c.raft.State() != raft.Leader {
+		_, leader := c.Leader()
+		if leader == "" {
+			return ErrNoLeader
+		}
+		return c.call(ctx, leader, http.MethodDelete, "/v1/members/"+id, nil, nil)
+	}
+	found := false
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("remove member: %q is not a member: %w", id, store.ErrNotFound)
+	}
+	if err := c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.ApplyTimeout).Error(); err != nil {
+		return fmt.Errorf("remove member %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package raftfsm
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// One TCP port carries two protocols, told apart by TLS ALPN:
+// Raft's own framing, and HTTP/1.1 for node-to-node calls (forwarded writes,
+// status, join). Raft requires a client certificate from the cluster CA; the
+// call protocol admits a certificate-less client only for joining (enforced
+// per route in rpc.go).
+const (
+	alpnRaft = "rollcall-raft/1"
+	alpnRPC  = "rollcall-rpc/1"
+)
+
+// PeerCheck decides whether a verified client certificate may speak Raft or
+// call other nodes (for instance: not a removed node). It gets the CN.
+type PeerCheck func(cn string) error
+
+// mux accepts TLS connections and hands each to the listener of its
+// protocol.
+type mux struct {
+	ln      net.Listener
+	tls     *tls.Config
+	check   PeerCheck
+	verify  func(tls.ConnectionState) (string, bool)
+	log     *slog.Logger
+	raft    *chanListener
+	rpc     *chanListener
+	closeMu sync.Once
+}
+
+func newMux(ln net.Listener, cfg *tls.Config, verify func(tls.ConnectionState) (string, bool), check PeerCheck, log *slog.Logger) *mux {
+	srv := cfg.Clone()
+	srv.NextProtos = []string{alpnRaft, alpnRPC}
+	m := &mux{
+		ln: ln, tls: srv, check: check, verify: verify, log: log,
+		raft: newChanListener(ln.Addr()),
+		rpc:  newChanListener(ln.Addr()),
+	}
+	go m.serve()
+	return m
+}
+
+func (m *mux) serve() {
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			m.raft.close()
+			m.rpc.close()
+			return
+		}
+		go m.route(c)
+	}
+}
+
+func (m *mux) route(c net.Conn) {
+	tc := tls.Server(c, m.tls)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		m.log.Debug("cluster port: handshake failed", "remote", c.RemoteAddr(), "err", err)
+		c.Close()
+		return
+	}
+	cs := tc.ConnectionState()
+	switch cs.NegotiatedProtocol {
+	case alpnRaft:
+		cn, ok := m.verify(cs)
+		if !ok {
+			m.log.Warn("cluster port: raft connection without a cluster certificate refused", "remote", c.RemoteAddr())
+			c.Close()
+			return
+		}
+		if err := m.check(cn); err != nil {
+			m.log.Warn("cluster port: raft connection refused", "remote", c.RemoteAddr(), "peer", cn, "err", err)
+			c.Close()
+			return
+		}
+		m.raft.push(tc)
+	case alpnRPC:
+		m.rpc.push(tc)
+	default:
+		c.Close()
+	}
+}
+
+func (m *mux) Close() error {
+	var err error
+	m.closeMu.Do(func() { err = m.ln.Close() })
+	return err
+}
+
+// chanListener is a net.Listener fed by the mux.
+type chanListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) close() { l.once.Do(func() { close(l.done) }) }
+
+func (l *chanListener) Close() error { l.close(); return nil }
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// streamLayer is Raft's view of the mux: it accepts Raft connections and
+// dials other nodes with the Raft ALPN.
+type streamLayer struct {
+	*chanListener
+	advertise net.Addr
+	client    *tls.Config
+}
+
+func (s *streamLayer) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.chanListener.Addr()
+}
+
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	cfg := s.client.Clone()
+	cfg.NextProtos = []string{alpnRaft}
+	d := &net.Dialer{Timeout: timeout}
+	c, err := tls.DialWithDialer(d, "tcp", string(address), cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.ConnectionState().NegotiatedProtocol != alpnRaft {
+		c.Close()
+		return nil, errors.New("peer does not speak rollcall raft")
+	}
+	return c, nil
+}
+
+// dialRPC opens a call connection to another node.
+func dialRPC(ctx context.Context, client *tls.Config, addr string) (net.Conn, error) {
+	cfg := client.Clone()
+	cfg.NextProtos = []string{alpnRPC}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.(*tls.Conn).ConnectionState().NegotiatedProtocol != alpnRPC {
+		c.Close()
+		return nil, errors.New("peer does not speak rollcall rpc")
+	}
+	return c, nil
+}
+
+type addr string
+
+func (a addr) Network() string { return "tcp" }
+func (a addr) String() string  { return string(a) }

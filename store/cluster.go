@@ -1,0 +1,154 @@
+package store
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// Node is an appliance node: a member of the Raft cluster.
+type Node struct {
+	Name     string    `json:"name"`
+	RaftAddr string    `json:"raft_addr"`
+	HTTPAddr string    `json:"http_addr,omitempty"`
+	Joined   time.Time `json:"joined"`
+	Index    uint64    `json:"index"`
+}
+
+// JoinCode is the cluster's record of a join code: only the SHA-256 of its
+// secret is kept, so the record cannot be replayed into a join.
+type JoinCode struct {
+	SecretHash string    `json:"secret_hash"`
+	Expires    time.Time `json:"expires"`
+	CreatedBy  string    `json:"created_by,omitempty"`
+	Created    time.Time `json:"created"`
+	UsedBy     string    `json:"used_by,omitempty"`
+	Used       time.Time `json:"used,omitzero"`
+}
+
+// ClusterIdentity is what every node needs to act as the cluster: the CA
+// certificate, the CA key sealed under the master key, and the SHA-256 of the
+// admin token created at bootstrap.
+type ClusterIdentity struct {
+	CACertPEM      string    `json:"ca_cert_pem"`
+	SealedCAKey    []byte    `json:"sealed_ca_key"`
+	AdminTokenHash string    `json:"admin_token_hash"`
+	Created        time.Time `json:"created"`
+}
+
+const (
+	keyIdentity   = "identity"
+	prefixNode    = "node/"
+	prefixJoin    = "join/"
+	tableCluster  = "cluster"
+	joinCodeLimit = 1000
+)
+
+// TableCluster names the cluster table for blocking queries.
+const TableCluster = tableCluster
+
+// Identity returns the cluster identity, or ErrNotFound before bootstrap
+// finished.
+func (t *Tx) Identity() (ClusterIdentity, error) {
+	var id ClusterIdentity
+	err := t.getJSON(bucketCluster, keyIdentity, &id)
+	return id, err
+}
+
+// PutIdentity records the cluster identity. It is written once.
+func (t *Tx) PutIdentity(id ClusterIdentity) error {
+	if _, err := t.Identity(); err == nil {
+		return fmt.Errorf("cluster identity already set: %w", ErrConflict)
+	}
+	if err := t.putJSON(bucketCluster, keyIdentity, id); err != nil {
+		return err
+	}
+	return t.touch(tableCluster)
+}
+
+// Nodes returns the appliance nodes, by name.
+func (t *Tx) Nodes() ([]Node, error) {
+	var out []Node
+	err := forEachJSON(t, bucketCluster, prefixNode, func(_ string, n *Node) error {
+		out = append(out, *n)
+		return nil
+	})
+	return out, err
+}
+
+// Node returns one appliance node.
+func (t *Tx) Node(name string) (Node, error) {
+	var n Node
+	if err := t.getJSON(bucketCluster, prefixNode+name, &n); err != nil {
+		return n, fmt.Errorf("node %q: %w", name, err)
+	}
+	return n, nil
+}
+
+// PutNode records an appliance node.
+func (t *Tx) PutNode(n Node) error {
+	n.Index = t.Index
+	if err := t.putJSON(bucketCluster, prefixNode+n.Name, n); err != nil {
+		return err
+	}
+	return t.touch(tableCluster)
+}
+
+// DeleteNode forgets an appliance node.
+func (t *Tx) DeleteNode(name string) error {
+	if _, err := t.Node(name); err != nil {
+		return err
+	}
+	if err := t.del(bucketCluster, prefixNode+name); err != nil {
+		return err
+	}
+	return t.touch(tableCluster)
+}
+
+// AddJoinCode records a new join code by the hash of its secret. Expired
+// codes are pruned here, so the table stays small without a timer.
+func (t *Tx) AddJoinCode(j JoinCode, now time.Time) error {
+	if _, err := hex.DecodeString(j.SecretHash); err != nil || len(j.SecretHash) != 64 {
+		return fmt.Errorf("join code hash must be 64 hex digits: %w", ErrInvalid)
+	}
+	var n int
+	var stale []string
+	err := forEachJSON(t, bucketCluster, prefixJoin, func(k string, c *JoinCode) error {
+		if now.After(c.Expires.Add(24 * time.Hour)) {
+			stale = append(stale, k)
+		} else {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if err := t.del(bucketCluster, k); err != nil {
+			return err
+		}
+	}
+	if n >= joinCodeLimit {
+		return fmt.Errorf("too many outstanding join codes (%d): %w", n, ErrConflict)
+	}
+	return t.putJSON(bucketCluster, prefixJoin+j.SecretHash, j)
+}
+
+// UseJoinCode marks a join code used by node, refusing one that is unknown,
+// already used or expired at now (the proposer's clock, carried in the
+// command).
+func (t *Tx) UseJoinCode(secretHash, node string, now time.Time) error {
+	var j JoinCode
+	if err := t.getJSON(bucketCluster, prefixJoin+secretHash, &j); err != nil {
+		return fmt.Errorf("join code is not known to this cluster: %w", ErrForbidden)
+	}
+	if j.UsedBy != "" {
+		return fmt.Errorf("join code was already used (by %s at %s): %w", j.UsedBy, j.Used.UTC().Format(time.RFC3339), ErrForbidden)
+	}
+	if now.After(j.Expires) {
+		return fmt.Errorf("join code expired at %s: %w", j.Expires.UTC().Format(time.RFC3339), ErrForbidden)
+	}
+	j.UsedBy, j.Used = node, now
+	return t.putJSON(bucketCluster, prefixJoin+secretHash, j)
+}

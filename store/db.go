@@ -1,0 +1,339 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout this code reads and writes. Open migrates older
+// files forward and refuses newer ones.
+const SchemaVersion = 1
+
+var (
+	bucketMeta = []byte("meta")
+
+	keySchema  = []byte("schema")
+	keyApplied = []byte("applied")
+)
+
+// tablePrefix keys in the meta bucket hold the Raft index at which a table
+// last changed; blocking queries wait on them.
+const tablePrefix = "table/"
+
+// DB is the node's local copy of the replicated state.
+//
+// The bbolt handle sits behind a lock only so that Restore can swap the whole
+// file; ordinary reads and writes share the read side.
+type DB struct {
+	path string
+
+	mu sync.RWMutex
+	db *bolt.DB
+
+	changed Notifier
+}
+
+// Open opens (or creates) the store file at path, checks that it is a
+// readable bbolt file of a schema this code knows, and migrates it.
+// A damaged file is refused with the reason: a node must not serve or
+// replicate from a state it cannot trust.
+func Open(path string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db, err := openBolt(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := initSchema(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return &DB{path: path, db: db}, nil
+}
+
+func boltOptions() *bolt.Options {
+	return &bolt.Options{
+		Timeout:         time.Second,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 256 << 20, // long snapshot reads must not block writers on re-mmap
+	}
+}
+
+// openBolt opens a bbolt file and runs bbolt's own consistency check on it,
+// turning the panics a damaged file can cause into an error.
+func openBolt(path string) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				db.Close()
+			}
+			db, err = nil, fmt.Errorf("open store %s: file is corrupt (%v); restore it from another node or a backup", path, r)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, boltOptions())
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: file is corrupt or unreadable: %w", path, err)
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		for cerr := range tx.Check() {
+			return cerr
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: file is corrupt (%v); restore it from another node or a backup", path, err)
+	}
+	return db, nil
+}
+
+func initSchema(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		v := uint64(0)
+		if b := meta.Get(keySchema); b != nil {
+			if len(b) != 8 {
+				return errors.New("schema version record is damaged")
+			}
+			v = binary.BigEndian.Uint64(b)
+		}
+		if v > SchemaVersion {
+			return fmt.Errorf("schema version %d is newer than this binary's %d: upgrade rollcall", v, SchemaVersion)
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		// Migrations from v to SchemaVersion go here, one step per version.
+		return meta.Put(keySchema, u64(SchemaVersion))
+	})
+}
+
+// Close closes the file.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.db == nil {
+		return nil
+	}
+	err := d.db.Close()
+	d.db = nil
+	return err
+}
+
+// Path is the file the store lives in.
+func (d *DB) Path() string { return d.path }
+
+// View runs fn in a read-only transaction on the local copy.
+func (d *DB) View(fn func(*Tx) error) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.db == nil {
+		return errors.New("store is closed")
+	}
+	return d.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Update runs fn in one read-write transaction. Only the state machine calls
+// it: every other change goes through Raft. Watchers are woken after commit.
+func (d *DB) Update(fn func(*Tx) error) error {
+	err := d.update(fn)
+	d.notify()
+	return err
+}
+
+func (d *DB) update(fn func(*Tx) error) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.db == nil {
+		return errors.New("store is closed")
+	}
+	return d.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, write: true}) })
+}
+
+// Watch returns a channel that is closed after the next committed change.
+func (d *DB) Watch() <-chan struct{} { return d.changed.Watch() }
+
+func (d *DB) notify() { d.changed.Notify() }
+
+// Applied returns the Raft index and term of the last command applied to
+// this copy.
+func (d *DB) Applied() (index, term uint64, err error) {
+	err = d.View(func(tx *Tx) error {
+		index, term = tx.Applied()
+		return nil
+	})
+	return index, term, err
+}
+
+// Snapshot framing: magic, the bbolt file's length, the file, then the
+// SHA-256 of the file. A stream cut short or altered on the way fails the
+// length or the checksum before anything replaces the live file.
+var snapshotMagic = [8]byte{'R', 'C', 'S', 'N', 'A', 'P', '0', '1'}
+
+// Snapshot is a consistent point-in-time view of the store, held open as a
+// read transaction until Release.
+type Snapshot struct {
+	release func()
+	tx      *bolt.Tx
+	Index   uint64
+}
+
+// BeginSnapshot opens a read transaction that WriteTo streams. Writers keep
+// going meanwhile (bbolt is MVCC).
+func (d *DB) BeginSnapshot() (*Snapshot, error) {
+	d.mu.RLock()
+	if d.db == nil {
+		d.mu.RUnlock()
+		return nil, errors.New("store is closed")
+	}
+	tx, err := d.db.Begin(false)
+	if err != nil {
+		d.mu.RUnlock()
+		return nil, fmt.Errorf("begin snapshot: %w", err)
+	}
+	idx, _ := (&Tx{tx: tx}).Applied()
+	return &Snapshot{tx: tx, Index: idx, release: func() { tx.Rollback(); d.mu.RUnlock() }}, nil
+}
+
+// WriteTo streams the framed file.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	size := s.tx.Size()
+	var hdr [16]byte
+	copy(hdr[:8], snapshotMagic[:])
+	binary.BigEndian.PutUint64(hdr[8:], uint64(size))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return 0, fmt.Errorf("write snapshot: %w", err)
+	}
+	h := sha256.New()
+	n, err := s.tx.WriteTo(io.MultiWriter(w, h))
+	if err != nil {
+		return n + 16, fmt.Errorf("write snapshot: %w", err)
+	}
+	if n != size {
+		return n + 16, fmt.Errorf("write snapshot: wrote %d bytes of %d", n, size)
+	}
+	if _, err := w.Write(h.Sum(nil)); err != nil {
+		return n + 16, fmt.Errorf("write snapshot: %w", err)
+	}
+	return n + 16 + sha256.Size, nil
+}
+
+// Release ends the snapshot's read transaction.
+func (s *Snapshot) Release() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
+}
+
+// Restore replaces the whole store with a framed snapshot read from r. The
+// stream is written to a file beside the live one and checked (length,
+// checksum, bbolt consistency, schema) before it is swapped in; on any error
+// the live store is untouched.
+func (d *DB) Restore(r io.Reader) error {
+	tmp := d.path + ".restore"
+	if err := receiveSnapshot(r, tmp); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	check, err := openBolt(tmp)
+	if err == nil {
+		err = initSchema(check)
+		check.Close()
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+
+	d.mu.Lock()
+	defer func() {
+		d.mu.Unlock()
+		d.notify()
+	}()
+	if d.db != nil {
+		if err := d.db.Close(); err != nil {
+			return fmt.Errorf("restore snapshot: close live store: %w", err)
+		}
+		d.db = nil
+	}
+	if err := os.Rename(tmp, d.path); err != nil {
+		// Reopen what was there so the node keeps a store.
+		db, oerr := openBolt(d.path)
+		d.db = db
+		return errors.Join(fmt.Errorf("restore snapshot: %w", err), oerr)
+	}
+	db, err := openBolt(d.path)
+	if err != nil {
+		return fmt.Errorf("restore snapshot: reopen: %w", err)
+	}
+	d.db = db
+	return nil
+}
+
+func receiveSnapshot(r io.Reader, path string) error {
+	var hdr [16]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return fmt.Errorf("read header: %w", err)
+	}
+	if [8]byte(hdr[:8]) != snapshotMagic {
+		return errors.New("not a rollcall store snapshot (bad magic)")
+	}
+	size := int64(binary.BigEndian.Uint64(hdr[8:]))
+	if size <= 0 || size > 1<<40 {
+		return fmt.Errorf("implausible snapshot size %d", size)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("snapshot truncated: got %d of %d bytes", n, size)
+	}
+	if err == nil {
+		err = checkSum(r, h)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func checkSum(r io.Reader, h hash.Hash) error {
+	var sum [sha256.Size]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return fmt.Errorf("snapshot truncated: checksum missing: %w", err)
+	}
+	if [sha256.Size]byte(h.Sum(nil)) != sum {
+		return errors.New("snapshot checksum mismatch")
+	}
+	return nil
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}

@@ -1,0 +1,358 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Buckets of the machine table and its indexes. Index keys are
+// value + "\x00" + machine ID so that non-unique values (two boards with one
+// serial) coexist; lookups scan the value's prefix.
+var (
+	bucketMachines      = []byte("machines")
+	bucketMachineByMAC  = []byte("machines.by_mac")
+	bucketMachineByUUID = []byte("machines.by_uuid")
+	bucketMachineBySer  = []byte("machines.by_serial")
+	bucketMachineByStat = []byte("machines.by_state")
+	bucketMachineByName = []byte("machines.by_name")
+	bucketEvents        = []byte("events")
+	bucketCluster       = []byte("cluster")
+
+	allBuckets = [][]byte{
+		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
+		bucketMachineByStat, bucketMachineByName, bucketEvents, bucketCluster,
+	}
+)
+
+// TableMachines names the machines table for TableIndex and blocking queries.
+const TableMachines = "machines"
+
+// Machine states. Later work (deploy, stateless) adds more; the allowed
+// moves between them are in Transitions.
+const (
+	StateNew           = "new"
+	StateCommissioning = "commissioning"
+	StateReady         = "ready"
+)
+
+// Transitions lists, for each state, the states a machine may move to.
+var Transitions = map[string][]string{
+	StateNew:           {StateCommissioning, StateReady},
+	StateCommissioning: {StateReady, StateNew},
+	StateReady:         {StateNew, StateCommissioning},
+}
+
+// CheckTransition fails with the current state and the allowed ones when
+// from → to is not a permitted move.
+func CheckTransition(from, to string) error {
+	allowed, ok := Transitions[from]
+	if !ok {
+		return fmt.Errorf("machine in unknown state %q: %w", from, ErrTransition)
+	}
+	for _, s := range allowed {
+		if s == to {
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot move from %s to %s (allowed from %s: %s): %w",
+		from, to, from, strings.Join(allowed, ", "), ErrTransition)
+}
+
+// Machine is a server Rollcall knows.
+type Machine struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name,omitempty"`
+	State      string    `json:"state"`
+	SystemUUID string    `json:"system_uuid,omitempty"`
+	Serial     string    `json:"serial,omitempty"`
+	MACs       []string  `json:"macs,omitempty"`
+	BootMAC    string    `json:"boot_mac,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// Index is the Raft index of the command that last changed the record.
+	Index uint64 `json:"index"`
+}
+
+var machineIDPattern = regexp.MustCompile(`^m-[0-9a-f]{12}$`)
+
+// ValidMachineID reports whether s has the form m- + 12 lowercase hex digits.
+func ValidMachineID(s string) bool { return machineIDPattern.MatchString(s) }
+
+// NormalizeMAC returns a MAC in lowercase colon form, or an error naming the
+// bad value.
+func NormalizeMAC(s string) (string, error) {
+	hw, err := net.ParseMAC(strings.TrimSpace(s))
+	if err != nil || len(hw) != 6 {
+		return "", fmt.Errorf("mac %q is not a 48-bit MAC address: %w", s, ErrInvalid)
+	}
+	return hw.String(), nil
+}
+
+var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidName checks a machine name: a DNS label (lowercase letters, digits,
+// hyphens, at most 63 characters), and not something that looks like an ID.
+func ValidName(s string) error {
+	if !namePattern.MatchString(s) {
+		return fmt.Errorf("name %q must be a DNS label: lowercase letters, digits and '-', 1 to 63 characters: %w", s, ErrInvalid)
+	}
+	if ValidMachineID(s) {
+		return fmt.Errorf("name %q has the form of a machine ID: %w", s, ErrInvalid)
+	}
+	return nil
+}
+
+func ikey(value, id string) []byte { return []byte(value + "\x00" + id) }
+
+// Machine returns the machine with this ID.
+func (t *Tx) Machine(id string) (Machine, error) {
+	var m Machine
+	if err := t.getJSON(bucketMachines, id, &m); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return m, fmt.Errorf("machine %q: %w", id, ErrNotFound)
+		}
+		return m, err
+	}
+	return m, nil
+}
+
+// MachineByRef finds a machine by ID or by name.
+func (t *Tx) MachineByRef(ref string) (Machine, error) {
+	if ValidMachineID(ref) {
+		return t.Machine(ref)
+	}
+	if ids := t.lookup(bucketMachineByName, ref); len(ids) > 0 {
+		return t.Machine(ids[0])
+	}
+	return Machine{}, fmt.Errorf("machine %q: %w", ref, ErrNotFound)
+}
+
+// MachineIDsByMAC returns the machines that have this MAC.
+func (t *Tx) MachineIDsByMAC(mac string) []string { return t.lookup(bucketMachineByMAC, mac) }
+
+// MachineIDsByUUID returns the machines with this system UUID.
+func (t *Tx) MachineIDsByUUID(uuid string) []string {
+	return t.lookup(bucketMachineByUUID, strings.ToLower(uuid))
+}
+
+// MachineIDsBySerial returns the machines with this serial number.
+func (t *Tx) MachineIDsBySerial(serial string) []string { return t.lookup(bucketMachineBySer, serial) }
+
+// MachineIDsByState returns the machines in this state.
+func (t *Tx) MachineIDsByState(state string) []string { return t.lookup(bucketMachineByStat, state) }
+
+func (t *Tx) lookup(bucket []byte, value string) []string {
+	if value == "" {
+		return nil
+	}
+	var ids []string
+	p := []byte(value + "\x00")
+	c := t.tx.Bucket(bucket).Cursor()
+	for k, _ := c.Seek(p); k != nil && hasPrefix(k, p); k, _ = c.Next() {
+		ids = append(ids, string(k[len(p):]))
+	}
+	return ids
+}
+
+// MachineFilter selects machines in Machines.
+type MachineFilter struct {
+	State string // exact state, or "" for all
+}
+
+// Machines returns machines sorted by ID, using the state index when a state
+// is given.
+func (t *Tx) Machines(f MachineFilter) ([]Machine, error) {
+	var out []Machine
+	if f.State != "" {
+		for _, id := range t.MachineIDsByState(f.State) {
+			m, err := t.Machine(id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+		return out, nil
+	}
+	err := forEachJSON(t, bucketMachines, "", func(_ string, m *Machine) error {
+		out = append(out, *m)
+		return nil
+	})
+	return out, err
+}
+
+// CountMachines returns the number of machine records.
+func (t *Tx) CountMachines() int { return t.tx.Bucket(bucketMachines).Stats().KeyN }
+
+// PutMachine writes a machine and brings its indexes up to date. Name and
+// MAC are unique: a clash fails with ErrConflict and writes nothing.
+func (t *Tx) PutMachine(m Machine) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if !ValidMachineID(m.ID) {
+		return fmt.Errorf("machine id %q: %w", m.ID, ErrInvalid)
+	}
+	old, err := t.Machine(m.ID)
+	exists := err == nil
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	if m.Name != "" {
+		for _, id := range t.lookup(bucketMachineByName, m.Name) {
+			if id != m.ID {
+				return fmt.Errorf("name %q is taken by %s: %w", m.Name, id, ErrConflict)
+			}
+		}
+	}
+	for _, mac := range m.MACs {
+		for _, id := range t.lookup(bucketMachineByMAC, mac) {
+			if id != m.ID {
+				return fmt.Errorf("mac %s belongs to %s: %w", mac, id, ErrConflict)
+			}
+		}
+	}
+	if exists {
+		if err := t.unindex(old); err != nil {
+			return err
+		}
+	}
+	m.Index = t.Index
+	if err := t.putJSON(bucketMachines, m.ID, m); err != nil {
+		return err
+	}
+	if err := t.index(m); err != nil {
+		return err
+	}
+	return t.touch(TableMachines)
+}
+
+// DeleteMachine removes a machine, its index entries and its events.
+func (t *Tx) DeleteMachine(id string) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	m, err := t.Machine(id)
+	if err != nil {
+		return err
+	}
+	if err := t.unindex(m); err != nil {
+		return err
+	}
+	if err := t.del(bucketMachines, id); err != nil {
+		return err
+	}
+	if err := t.deletePrefix(bucketEvents, id+"\x00"); err != nil {
+		return err
+	}
+	return t.touch(TableMachines)
+}
+
+func (t *Tx) deletePrefix(bucket []byte, prefix string) error {
+	b := t.tx.Bucket(bucket)
+	p := []byte(prefix)
+	c := b.Cursor()
+	for k, _ := c.Seek(p); k != nil && hasPrefix(k, p); k, _ = c.Seek(p) {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type indexEntry struct {
+	bucket []byte
+	value  string
+}
+
+func machineIndexes(m Machine) []indexEntry {
+	e := []indexEntry{{bucketMachineByStat, m.State}}
+	if m.Name != "" {
+		e = append(e, indexEntry{bucketMachineByName, m.Name})
+	}
+	if m.SystemUUID != "" {
+		e = append(e, indexEntry{bucketMachineByUUID, strings.ToLower(m.SystemUUID)})
+	}
+	if m.Serial != "" {
+		e = append(e, indexEntry{bucketMachineBySer, m.Serial})
+	}
+	for _, mac := range m.MACs {
+		e = append(e, indexEntry{bucketMachineByMAC, mac})
+	}
+	return e
+}
+
+func (t *Tx) index(m Machine) error {
+	for _, e := range machineIndexes(m) {
+		if err := t.tx.Bucket(e.bucket).Put(ikey(e.value, m.ID), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tx) unindex(m Machine) error {
+	for _, e := range machineIndexes(m) {
+		if err := t.tx.Bucket(e.bucket).Delete(ikey(e.value, m.ID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// Event is one entry in a machine's history.
+type Event struct {
+	Machine string    `json:"machine"`
+	Index   uint64    `json:"index"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	Message string    `json:"message"`
+}
+
+// eventKey orders a machine's events by the Raft index that recorded them;
+// seq separates events recorded by one command.
+func eventKey(machine string, index uint64, seq uint32) string {
+	var b [12]byte
+	binary.BigEndian.PutUint64(b[:8], index)
+	binary.BigEndian.PutUint32(b[8:], seq)
+	return machine + "\x00" + string(b[:])
+}
+
+// AddEvent appends an event to a machine's history, stamped with the
+// current command's index.
+func (t *Tx) AddEvent(e Event) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	e.Index = t.Index
+	for seq := uint32(0); ; seq++ {
+		k := eventKey(e.Machine, t.Index, seq)
+		if t.tx.Bucket(bucketEvents).Get([]byte(k)) == nil {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			if err := t.tx.Bucket(bucketEvents).Put([]byte(k), b); err != nil {
+				return err
+			}
+			return t.touch(TableMachines)
+		}
+	}
+}
+
+// Events returns a machine's events, oldest first.
+func (t *Tx) Events(machine string) ([]Event, error) {
+	var out []Event
+	err := forEachJSON(t, bucketEvents, machine+"\x00", func(_ string, e *Event) error {
+		out = append(out, *e)
+		return nil
+	})
+	return out, err
+}
