@@ -172,13 +172,13 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	c.peers = &http.Client{
 		Transport: &http.Transport{
 			DialTLSContext: func(ctx context.Context, _, a string) (net.Conn, error) {
-				return dialRPC(ctx, cfg.TLS, a)
+				return DialCalls(ctx, cfg.TLS, a)
 			},
 			MaxIdleConnsPerHost: 256,
 			IdleConnTimeout:     90 * time.Second,
 		},
 	}
-	c.calls = &http.Server{Handler: c.callHandler(), ReadHeaderTimeout: 10 * time.Second}
+	c.calls = &http.Server{Handler: c.callHandler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
 	go c.calls.Serve(c.mux.rpc)
 	go c.Metrics.watch(c)
 	return c, nil

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -20,7 +22,7 @@ import (
 //
 //	POST /v1/apply        an encoded command, applied on the leader
 //	GET  /v1/status       this node's Raft view
-//	POST /v1/members      add a voter (the caller's certificate CN must be its ID)
+//	POST /v1/members      add a voter (the caller is that node, or a member forwarding)
 //	DELETE /v1/members/ID remove a server (leader only)
 //	/open/...             routes from Config.Calls that need no certificate
 //	anything else         routes from Config.Calls, certificate required
@@ -79,11 +81,12 @@ func (c *Cluster) callHandler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/open/") {
-			if r.TLS == nil {
+			cs := peerState(r)
+			if cs == nil {
 				http.Error(w, "cluster certificate required", http.StatusUnauthorized)
 				return
 			}
-			cn, ok := c.cfg.VerifyPeer(*r.TLS)
+			cn, ok := c.cfg.VerifyPeer(*cs)
 			if !ok {
 				http.Error(w, "cluster certificate required", http.StatusUnauthorized)
 				return
@@ -135,8 +138,17 @@ func (c *Cluster) forward(ctx context.Context, data []byte) (uint64, error) {
 			return c.applyLocal(ctx, data)
 		}
 		var reply applyReply
-		err := c.call(ctx, leaderAddr, http.MethodPost, "/v1/apply", data, &reply)
+		var sent, answered atomic.Bool
+		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest:         func(httptrace.WroteRequestInfo) { sent.Store(true) },
+			GotFirstResponseByte: func() { answered.Store(true) },
+		})
+		err := c.call(tctx, leaderAddr, http.MethodPost, "/v1/apply", data, &reply)
 		if err != nil {
+			if sent.Load() && !answered.Load() {
+				// The leader may have the entry and commit it: not safe to retry blindly.
+				return 0, fmt.Errorf("%w: forward to leader %s: %v", ErrUnknownOutcome, leaderAddr, err)
+			}
 			return 0, fmt.Errorf("%w: forward to leader %s: %v", ErrNoLeader, leaderAddr, err)
 		}
 		if reply.Error != nil && reply.Error.Code == "no_leader" && attempt < 3 && time.Now().Before(deadline) {
@@ -287,8 +299,11 @@ func (c *Cluster) handleAddMember(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad member request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	cn, _ := c.cfg.VerifyPeer(*r.TLS)
-	if cn != req.ID {
+	cn, _ := c.cfg.VerifyPeer(*peerState(r))
+	// A member forwarding a join to the leader calls with its own
+	// certificate, not the joiner's; members already speak Raft, so letting
+	// them add others grants nothing new.
+	if cn != req.ID && !c.isMember(cn) {
 		http.Error(w, fmt.Sprintf("a node may only add itself (certificate is for %q)", cn), http.StatusForbidden)
 		return
 	}
@@ -309,6 +324,20 @@ func (c *Cluster) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]bool{"ok": true})
+}
+
+// isMember reports whether id is in the current Raft configuration.
+func (c *Cluster) isMember(id string) bool {
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // AddMember adds a server to the configuration, on the leader (forwarding

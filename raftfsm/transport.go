@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -88,7 +89,10 @@ func (m *mux) route(c net.Conn) {
 		}
 		m.raft.push(tc)
 	case alpnRPC:
-		m.rpc.push(tc)
+		// net/http hands a *tls.Conn with a non-HTTP ALPN to TLSNextProto
+		// and closes it otherwise; wrapped, it is served as HTTP/1.1 and the
+		// TLS state travels in the request context (see peerState).
+		m.rpc.push(&callConn{Conn: tc, state: cs})
 	default:
 		c.Close()
 	}
@@ -98,6 +102,28 @@ func (m *mux) Close() error {
 	var err error
 	m.closeMu.Do(func() { err = m.ln.Close() })
 	return err
+}
+
+// callConn is an accepted node-call connection and its TLS state.
+type callConn struct {
+	net.Conn
+	state tls.ConnectionState
+}
+
+type peerStateKey struct{}
+
+// connContext puts a call connection's TLS state into its requests' context.
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if cc, ok := c.(*callConn); ok {
+		return context.WithValue(ctx, peerStateKey{}, &cc.state)
+	}
+	return ctx
+}
+
+// peerState is the TLS state of the connection a node call arrived on.
+func peerState(r *http.Request) *tls.ConnectionState {
+	cs, _ := r.Context().Value(peerStateKey{}).(*tls.ConnectionState)
+	return cs
 }
 
 // chanListener is a net.Listener fed by the mux.
@@ -165,8 +191,9 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	return c, nil
 }
 
-// dialRPC opens a call connection to another node.
-func dialRPC(ctx context.Context, client *tls.Config, addr string) (net.Conn, error) {
+// DialCalls opens a node-call connection to another node's cluster port.
+// A joining node uses it with a pinned-CA configuration and no certificate.
+func DialCalls(ctx context.Context, client *tls.Config, addr string) (net.Conn, error) {
 	cfg := client.Clone()
 	cfg.NextProtos = []string{alpnRPC}
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}

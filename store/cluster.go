@@ -30,16 +30,20 @@ type JoinCode struct {
 // certificate, the CA key sealed under the master key, and the SHA-256 of the
 // admin token created at bootstrap.
 type ClusterIdentity struct {
-	CACertPEM      string    `json:"ca_cert_pem"`
-	SealedCAKey    []byte    `json:"sealed_ca_key"`
-	AdminTokenHash string    `json:"admin_token_hash"`
-	Created        time.Time `json:"created"`
+	CACertPEM      string `json:"ca_cert_pem"`
+	SealedCAKey    []byte `json:"sealed_ca_key"`
+	AdminTokenHash string `json:"admin_token_hash"`
+	// SealedAdminToken lets any node hand the first admin token to a node
+	// that joins, so the CLI works on every node.
+	SealedAdminToken []byte    `json:"sealed_admin_token,omitempty"`
+	Created          time.Time `json:"created"`
 }
 
 const (
 	keyIdentity   = "identity"
 	prefixNode    = "node/"
 	prefixJoin    = "join/"
+	prefixRemoved = "removed/"
 	tableCluster  = "cluster"
 	joinCodeLimit = 1000
 )
@@ -102,7 +106,17 @@ func (t *Tx) DeleteNode(name string) error {
 	if err := t.del(bucketCluster, prefixNode+name); err != nil {
 		return err
 	}
+	if err := t.tx.Bucket(bucketCluster).Put([]byte(prefixRemoved+name), nil); err != nil {
+		return err
+	}
 	return t.touch(tableCluster)
+}
+
+// NodeRemoved reports whether a node of this name was removed and has not
+// joined again since: its certificate no longer admits it.
+func (t *Tx) NodeRemoved(name string) bool {
+	b := t.tx.Bucket(bucketCluster)
+	return b.Get([]byte(prefixRemoved+name)) != nil
 }
 
 // AddJoinCode records a new join code by the hash of its secret. Expired
@@ -150,5 +164,9 @@ func (t *Tx) UseJoinCode(secretHash, node string, now time.Time) error {
 		return fmt.Errorf("join code expired at %s: %w", j.Expires.UTC().Format(time.RFC3339), ErrForbidden)
 	}
 	j.UsedBy, j.Used = node, now
-	return t.putJSON(bucketCluster, prefixJoin+secretHash, j)
+	if err := t.putJSON(bucketCluster, prefixJoin+secretHash, j); err != nil {
+		return err
+	}
+	// A node joining again under a removed name is admitted from now on.
+	return t.tx.Bucket(bucketCluster).Delete([]byte(prefixRemoved + node))
 }

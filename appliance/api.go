@@ -1,0 +1,274 @@
+package appliance
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+// Header carrying the Raft index a response reflects; a client passes it
+// back as ?min_index= (or X-Rollcall-Min-Index) to read its own write on
+// any node.
+const (
+	headerIndex    = "X-Rollcall-Index"
+	headerMinIndex = "X-Rollcall-Min-Index"
+	maxBodyBytes   = 1 << 20
+	maxWait        = 5 * time.Minute
+)
+
+// apiError is what a client sees: a status, a stable code and a public
+// message. The internal cause is logged, never sent.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+	cause   error
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func badRequest(format string, a ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf(format, a...)}
+}
+
+// publicError maps an error to what the API may say about it. Errors from
+// the store and the state machine are written for operators (they name the
+// record and the rule), so their text is passed on; anything unclassified
+// becomes a generic 500 and its cause goes only to the log.
+func publicError(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	switch {
+	case errors.Is(err, raftfsm.ErrNoLeader):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: "no leader; retry", cause: err}
+	case errors.Is(err, raftfsm.ErrUnknownOutcome):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unknown_outcome", Message: raftfsm.ErrUnknownOutcome.Error(), cause: err}
+	}
+	status := map[string]int{
+		"not_found": http.StatusNotFound, "conflict": http.StatusConflict, "invalid": http.StatusBadRequest,
+		"forbidden": http.StatusForbidden, "transition": http.StatusConflict,
+	}
+	code := store.Code(err)
+	if s, ok := status[code]; ok {
+		return &apiError{Status: s, Code: code, Message: err.Error(), cause: err}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error (logged on the node)", cause: err}
+}
+
+func (n *Node) fail(c *gin.Context, err error) {
+	ae := publicError(err)
+	if ae.Status >= 500 {
+		n.log.Error("request failed", "method", c.Request.Method, "route", c.FullPath(), "status", ae.Status, "err", err)
+	}
+	c.AbortWithStatusJSON(ae.Status, gin.H{"error": gin.H{"code": ae.Code, "message": ae.Message}})
+}
+
+func (n *Node) serveHTTP() error {
+	ln, err := net.Listen("tcp", n.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", n.opts.HTTPAddr, err)
+	}
+	n.httpLn = ln
+	n.api = n.router()
+	n.http = &http.Server{Handler: n.api, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.log.Error("api stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+func (n *Node) router() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rollcall_http_requests_total", Help: "API requests by route and status.",
+	}, []string{"method", "route", "status"})
+	n.reg.MustRegister(requests)
+	r.Use(func(c *gin.Context) {
+		defer func() {
+			if p := recover(); p != nil {
+				n.log.Error("panic in handler", "route", c.FullPath(), "panic", p)
+				n.fail(c, fmt.Errorf("panic: %v", p))
+			}
+		}()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).Inc()
+	})
+	r.NoRoute(func(c *gin.Context) {
+		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such endpoint: " + c.Request.URL.Path})
+	})
+	r.NoMethod(func(c *gin.Context) {
+		n.fail(c, &apiError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: c.Request.Method + " is not allowed on " + c.Request.URL.Path})
+	})
+
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{})))
+	v1 := r.Group("/api/v1")
+	v1.GET("/health", n.getHealth)
+
+	admin := v1.Group("", n.requireAdmin)
+	admin.GET("/cluster", n.getCluster)
+	admin.POST("/cluster/join-codes", n.postJoinCode)
+	admin.DELETE("/cluster/members/:name", n.deleteMember)
+	admin.GET("/machines", n.listMachines)
+	admin.POST("/machines", n.createMachine)
+	admin.GET("/machines/:id", n.getMachine)
+	admin.DELETE("/machines/:id", n.deleteMachine)
+	return r
+}
+
+// requireAdmin checks Authorization: Bearer <admin token> against the hash
+// recorded in the replicated cluster identity, in constant time.
+func (n *Node) requireAdmin(c *gin.Context) {
+	tok, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "admin token required (Authorization: Bearer <token>)"})
+		return
+	}
+	var id store.ClusterIdentity
+	err := n.db.View(func(tx *store.Tx) error {
+		var err error
+		id, err = tx.Identity()
+		return err
+	})
+	if err != nil {
+		n.fail(c, &apiError{Status: http.StatusServiceUnavailable, Code: "not_ready", Message: "this node has not received the cluster identity yet; retry"})
+		return
+	}
+	sum := sha256.Sum256([]byte(tok))
+	want, _ := hex.DecodeString(id.AdminTokenHash)
+	if subtle.ConstantTimeCompare(sum[:], want) != 1 {
+		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "wrong admin token"})
+		return
+	}
+	c.Next()
+}
+
+// decodeBody reads a JSON body of at most limit bytes, rejecting unknown
+// fields and trailing data.
+func decodeBody(c *gin.Context, limit int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large", Message: fmt.Sprintf("request body is larger than the %d bytes allowed", limit)}
+		}
+		return badRequest("cannot read request body")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return badRequest("request body is not valid JSON (at byte %d)", se.Offset)
+		case errors.As(err, &te):
+			return badRequest("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+		case errors.Is(err, io.EOF):
+			return badRequest("request body is empty; a JSON object is required")
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return badRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return badRequest("request body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return badRequest("request body has data after the JSON object")
+	}
+	return nil
+}
+
+// minIndex waits, for a read, until this node has applied the index the
+// client asks for (?min_index= or X-Rollcall-Min-Index).
+func (n *Node) minIndex(c *gin.Context) error {
+	v := c.Query("min_index")
+	if v == "" {
+		v = c.GetHeader(headerMinIndex)
+	}
+	if v == "" {
+		return nil
+	}
+	idx, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return badRequest("min_index must be a non-negative integer")
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 10*time.Second)
+	defer cancel()
+	if err := n.cluster.FSM().WaitApplied(ctx, idx); err != nil {
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "behind", Message: fmt.Sprintf("this node has not reached index %d yet; retry", idx)}
+	}
+	return nil
+}
+
+// blockingQuery implements ?index=N&wait=D: it returns once the table's
+// change index is past N, or after D (default 30s, at most 5 min).
+func (n *Node) blockingQuery(c *gin.Context, table string) error {
+	v := c.Query("index")
+	if v == "" {
+		return nil
+	}
+	after, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return badRequest("index must be a non-negative integer")
+	}
+	wait := 30 * time.Second
+	if w := c.Query("wait"); w != "" {
+		if wait, err = time.ParseDuration(w); err != nil || wait < 0 {
+			return badRequest("wait must be a duration such as 30s or 2m")
+		}
+	}
+	wait = min(wait, maxWait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		ch := n.db.Watch()
+		var cur uint64
+		n.db.View(func(tx *store.Tx) error { cur = tx.TableIndex(table); return nil })
+		if cur > after {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil
+		case <-c.Request.Context().Done():
+			return c.Request.Context().Err()
+		}
+	}
+}
+
+func (n *Node) getHealth(c *gin.Context) {
+	leader, _ := n.cluster.Leader()
+	st := n.cluster.LocalStatus()
+	ok := leader != ""
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusServiceUnavailable
+	}
+	c.JSON(status, gin.H{"node": n.opts.Name, "leader": leader, "state": st.State, "applied_index": st.Applied, "ok": ok})
+}

@@ -1,0 +1,115 @@
+package appliance
+
+import (
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+// ClusterView is GET /api/v1/cluster.
+type ClusterView struct {
+	Node          string           `json:"node"`
+	Leader        string           `json:"leader"`
+	CAFingerprint string           `json:"ca_fingerprint"`
+	Members       []raftfsm.Member `json:"members"`
+	Nodes         []store.Node     `json:"nodes"`
+}
+
+func (n *Node) getCluster(c *gin.Context) {
+	members, err := n.cluster.Members(c.Request.Context(), 2*time.Second)
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	var nodes []store.Node
+	var idx uint64
+	if err := n.db.View(func(tx *store.Tx) error {
+		idx = tx.TableIndex(store.TableCluster)
+		var err error
+		nodes, err = tx.Nodes()
+		return err
+	}); err != nil {
+		n.fail(c, err)
+		return
+	}
+	leader, _ := n.cluster.Leader()
+	ca, _ := x509.ParseCertificate(n.caCert)
+	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	c.JSON(http.StatusOK, ClusterView{Node: n.opts.Name, Leader: leader, CAFingerprint: pki.FingerprintHex(ca), Members: members, Nodes: nodes})
+}
+
+type joinCodeRequest struct {
+	TTL string `json:"ttl"`
+}
+
+// JoinCodeView is POST /api/v1/cluster/join-codes.
+type JoinCodeView struct {
+	Code    string    `json:"code"`
+	Expires time.Time `json:"expires"`
+	Address string    `json:"address"`
+}
+
+func (n *Node) postJoinCode(c *gin.Context) {
+	req := joinCodeRequest{TTL: "60m"}
+	if c.Request.ContentLength != 0 {
+		if err := decodeBody(c, maxBodyBytes, &req); err != nil {
+			n.fail(c, err)
+			return
+		}
+	}
+	ttl, err := time.ParseDuration(req.TTL)
+	if err != nil || ttl < time.Minute || ttl > 7*24*time.Hour {
+		n.fail(c, badRequest("ttl must be a duration between 1m and 168h, such as 60m"))
+		return
+	}
+	ca, err := x509.ParseCertificate(n.caCert)
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	now := time.Now().UTC()
+	code, err := pki.NewJoinCode(n.cluster.Advertise(), pki.Fingerprint(ca), now.Add(ttl).Truncate(time.Second))
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	hash := code.SecretHash()
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.JoinCodeAdd{
+		Code: store.JoinCode{SecretHash: hex.EncodeToString(hash[:]), Expires: code.Expires, CreatedBy: n.opts.Name, Created: now},
+		Now:  now,
+	})
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	c.JSON(http.StatusCreated, JoinCodeView{Code: code.String(), Expires: code.Expires, Address: code.Addr})
+}
+
+func (n *Node) deleteMember(c *gin.Context) {
+	name := c.Param("name")
+	if err := n.cluster.RemoveMember(c.Request.Context(), name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			n.fail(c, err)
+			return
+		}
+		n.fail(c, &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: "could not remove the member: " + err.Error(), cause: err})
+		return
+	}
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.NodeRemove{Name: name})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		n.fail(c, err)
+		return
+	}
+	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	c.JSON(http.StatusOK, gin.H{"removed": name})
+}

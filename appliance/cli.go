@@ -1,0 +1,465 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/store"
+)
+
+const usage = `rollcall: bare-metal commissioning appliance
+
+Node:
+  rollcall serve [-data DIR] [-name NAME] [-http ADDR] [-raft ADDR] [-raft-advertise ADDR] [-join CODE]
+  rollcall keygen                      print a fresh random token
+
+Cluster:
+  rollcall cluster join-code [-ttl 60m]  print a one-time code for a new node
+  rollcall cluster status [-json]        members, voters, leader, applied index, last contact
+  rollcall cluster remove NAME           remove a node from the cluster
+
+Machines:
+  rollcall list [-state S] [-q TEXT] [-json] [-watch]
+  rollcall show ID|NAME [-json]
+  rollcall add [-name NAME] [-mac MAC]
+  rollcall delete ID|NAME
+
+Client commands reach the API at $ROLLCALL_URL with $ROLLCALL_TOKEN; on a node
+they read both from the data directory ($ROLLCALL_DATA or ./var, or -data DIR).
+`
+
+// Main runs the rollcall command line and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = cmdServe(rest, stderr)
+	case "keygen":
+		var tok string
+		if tok, err = pki.NewToken(); err == nil {
+			fmt.Fprintln(stdout, tok)
+		}
+	case "cluster":
+		err = cmdCluster(rest, stdout)
+	case "list":
+		err = cmdList(rest, stdout)
+	case "show":
+		err = cmdShow(rest, stdout)
+	case "add":
+		err = cmdAdd(rest, stdout)
+	case "delete":
+		err = cmdDelete(rest, stdout)
+	default:
+		fmt.Fprintf(stderr, "rollcall: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "rollcall %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+func cmdServe(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	fs.StringVar(&o.DataDir, "data", "var", "data directory")
+	fs.StringVar(&o.Name, "name", "", "node name (default: the host name)")
+	fs.StringVar(&o.HTTPAddr, "http", "127.0.0.1:8080", "API and web UI listen address")
+	fs.StringVar(&o.RaftAddr, "raft", "127.0.0.1:8300", "cluster port (Raft and node calls, mutual TLS)")
+	fs.StringVar(&o.RaftAdvertise, "raft-advertise", "", "cluster address other nodes dial (default: -raft)")
+	fs.StringVar(&o.Join, "join", "", "join code from `rollcall cluster join-code` (first start only)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %q is not one of debug, info, warn, error", *logLevel)
+	}
+	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "\nRollcall node %s is up: http://%s\n", n.Name(), n.HTTPAddr())
+	if _, err := os.Stat(filepath.Join(o.DataDir, fileAdmin)); err == nil {
+		fmt.Fprintf(stderr, "admin token: %s (Authorization: Bearer <token>)\n", filepath.Join(o.DataDir, fileAdmin))
+	}
+	fmt.Fprintln(stderr)
+	<-ctx.Done()
+	o.Logger.Info("shutting down")
+	return n.Close()
+}
+
+// client talks to the API as the CLI.
+type client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func newClient(fs *flag.FlagSet, args []string) (*client, error) {
+	data := fs.String("data", envOr("ROLLCALL_DATA", "var"), "node data directory (used when ROLLCALL_URL/ROLLCALL_TOKEN are unset)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	c := &client{base: os.Getenv("ROLLCALL_URL"), token: os.Getenv("ROLLCALL_TOKEN"), http: &http.Client{Timeout: 10 * time.Minute}}
+	if c.base == "" {
+		var info NodeInfo
+		b, err := os.ReadFile(filepath.Join(*data, fileNodeInfo))
+		if err != nil || json.Unmarshal(b, &info) != nil || info.HTTPAddr == "" {
+			return nil, fmt.Errorf("no API to talk to: set ROLLCALL_URL, or run on a node (no %s)", filepath.Join(*data, fileNodeInfo))
+		}
+		c.base = "http://" + info.HTTPAddr
+	}
+	if c.token == "" {
+		b, err := os.ReadFile(filepath.Join(*data, fileAdmin))
+		if err != nil {
+			return nil, errors.New("no admin token: set ROLLCALL_TOKEN, or run on the node that holds " + filepath.Join(*data, fileAdmin))
+		}
+		c.token = strings.TrimSpace(string(b))
+	}
+	c.base = strings.TrimRight(c.base, "/")
+	return c, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// do calls the API; a non-2xx answer becomes an error carrying the API's
+// message.
+func (c *client) do(method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			return errors.New(e.Error.Message)
+		}
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = b
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+func printJSON(w io.Writer, raw json.RawMessage) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func cmdCluster(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: rollcall cluster join-code|status|remove")
+	}
+	fs := flag.NewFlagSet("cluster "+args[0], flag.ContinueOnError)
+	switch args[0] {
+	case "join-code":
+		ttl := fs.Duration("ttl", 60*time.Minute, "how long the code stays valid")
+		c, err := newClient(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		var v JoinCodeView
+		if err := c.do(http.MethodPost, "/api/v1/cluster/join-codes", joinCodeRequest{TTL: ttl.String()}, &v); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, v.Code)
+		return nil
+	case "status":
+		asJSON := fs.Bool("json", false, "print JSON")
+		c, err := newClient(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if err := c.do(http.MethodGet, "/api/v1/cluster", nil, &raw); err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(stdout, raw)
+		}
+		var v ClusterView
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		return printClusterStatus(stdout, v)
+	case "remove":
+		c, err := newClient(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return errors.New("usage: rollcall cluster remove NAME")
+		}
+		if err := c.do(http.MethodDelete, "/api/v1/cluster/members/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "removed %s\n", fs.Arg(0))
+		return nil
+	}
+	return fmt.Errorf("unknown cluster command %q (join-code, status, remove)", args[0])
+}
+
+func printClusterStatus(w io.Writer, v ClusterView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tADDRESS\tROLE\tVOTER\tSTATE\tAPPLIED\tLAST CONTACT")
+	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].ID < v.Members[j].ID })
+	for _, m := range v.Members {
+		role := "follower"
+		if m.Leader {
+			role = "leader"
+		}
+		voter := "no"
+		if m.Voter {
+			voter = "yes"
+		}
+		state, applied, contact := "unreachable", "-", "-"
+		if m.Status != nil {
+			state, applied = strings.ToLower(m.Status.State), fmt.Sprint(m.Status.Applied)
+			if m.Leader {
+				contact = "-"
+			} else if !m.Status.LastContact.IsZero() {
+				contact = time.Since(m.Status.LastContact).Round(time.Millisecond).String() + " ago"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Address, role, voter, state, applied, contact)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if v.Leader == "" {
+		fmt.Fprintln(w, "\nno leader: writes fail until a majority of voters is up")
+	}
+	return nil
+}
+
+func cmdList(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	state := fs.String("state", "", "only machines in this state")
+	q := fs.String("q", "", "match name, serial, MAC or IP")
+	asJSON := fs.Bool("json", false, "print JSON")
+	watch := fs.Bool("watch", false, "print again on every change")
+	c, err := newClient(fs, args)
+	if err != nil {
+		return err
+	}
+	var index uint64
+	for {
+		v := url.Values{}
+		if *state != "" {
+			v.Set("state", *state)
+		}
+		if *q != "" {
+			v.Set("q", *q)
+		}
+		if *watch && index > 0 {
+			v.Set("index", fmt.Sprint(index))
+			v.Set("wait", "5m")
+		}
+		var raw json.RawMessage
+		if err := c.do(http.MethodGet, "/api/v1/machines?"+v.Encode(), nil, &raw); err != nil {
+			return err
+		}
+		var list MachineList
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return err
+		}
+		if !*watch || list.Index != index {
+			if *watch && index > 0 {
+				fmt.Fprintf(stdout, "\n-- %s, index %d --\n", time.Now().Format(time.TimeOnly), list.Index)
+			}
+			if *asJSON {
+				if err := printJSON(stdout, raw); err != nil {
+					return err
+				}
+			} else {
+				printMachines(stdout, list.Machines)
+			}
+		}
+		if !*watch {
+			return nil
+		}
+		index = list.Index
+	}
+}
+
+func printMachines(w io.Writer, ms []store.Machine) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tUPDATED")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, dash(m.Name), m.State, dash(m.Serial), dash(m.BootMAC), m.UpdatedAt.Local().Format("2006-01-02 15:04"))
+	}
+	tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneArg(fs *flag.FlagSet, usage string) (string, error) {
+	if fs.NArg() != 1 {
+		return "", errors.New("usage: " + usage)
+	}
+	return fs.Arg(0), nil
+}
+
+func cmdShow(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("show", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	args = flagsFirst(args)
+	c, err := newClient(fs, args)
+	if err != nil {
+		return err
+	}
+	ref, err := oneArg(fs, "rollcall show ID|NAME [-json]")
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(http.MethodGet, "/api/v1/machines/"+url.PathEscape(ref), nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var m store.Machine
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, row := range [][2]string{
+		{"ID", m.ID}, {"Name", dash(m.Name)}, {"State", m.State}, {"System UUID", dash(m.SystemUUID)},
+		{"Serial", dash(m.Serial)}, {"MACs", dash(strings.Join(m.MACs, ", "))}, {"Boot MAC", dash(m.BootMAC)},
+		{"Created", m.CreatedAt.Local().Format(time.RFC3339)}, {"Updated", m.UpdatedAt.Local().Format(time.RFC3339)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
+	}
+	return tw.Flush()
+}
+
+func cmdAdd(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("add", flag.ContinueOnError)
+	name := fs.String("name", "", "machine name (a DNS label)")
+	mac := fs.String("mac", "", "boot MAC address")
+	c, err := newClient(fs, args)
+	if err != nil {
+		return err
+	}
+	var m store.Machine
+	if err := c.do(http.MethodPost, "/api/v1/machines", createMachineRequest{Name: *name, MAC: *mac}, &m); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, m.ID)
+	return nil
+}
+
+func cmdDelete(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("delete", flag.ContinueOnError)
+	c, err := newClient(fs, flagsFirst(args))
+	if err != nil {
+		return err
+	}
+	ref, err := oneArg(fs, "rollcall delete ID|NAME")
+	if err != nil {
+		return err
+	}
+	if err := c.do(http.MethodDelete, "/api/v1/machines/"+url.PathEscape(ref), nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "deleted %s\n", ref)
+	return nil
+}
+
+// flagsFirst lets `show ID -json` work as well as `show -json ID`: Go's flag
+// package stops at the first non-flag argument.
+func flagsFirst(args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") && a != "-" {
+			flags = append(flags, a)
+			if a == "-data" && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return append(flags, rest...)
+}

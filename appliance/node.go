@@ -1,0 +1,486 @@
+// Package appliance composes a Rollcall node: the store, the Raft cluster,
+// the cluster PKI, the REST API (gin), the CLI and the console. It is the
+// only package that knows how the services fit together.
+package appliance
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+// Options are what `rollcall serve` takes.
+type Options struct {
+	DataDir       string // default ./var
+	Name          string // default the host name
+	HTTPAddr      string // API, default 127.0.0.1:8080
+	RaftAddr      string // cluster port, default 127.0.0.1:8300
+	RaftAdvertise string // address other nodes dial; default RaftAddr
+	Join          string // a join code, for the first start of a new member
+
+	Logger *slog.Logger
+	// Raft tuning for tests; zero keeps raftfsm's defaults.
+	RaftTune func(*raftfsm.Config)
+}
+
+// Files in the data directory.
+const (
+	fileState     = "state.db"
+	dirRaft       = "raft"
+	fileMasterKey = "master.key"
+	fileAdmin     = "admin.token"
+	fileNodeInfo  = "node.json"
+	dirTLS        = "tls"
+	fileCA        = "ca.pem"
+	fileCert      = "node.pem"
+	fileKey       = "node-key.pem"
+)
+
+// NodeInfo is written to DATA/node.json so that the CLI on the node finds
+// its API without flags.
+type NodeInfo struct {
+	Name     string `json:"name"`
+	HTTPAddr string `json:"http_addr"`
+	RaftAddr string `json:"raft_addr"`
+}
+
+// Node is a running appliance node.
+type Node struct {
+	opts    Options
+	log     *slog.Logger
+	db      *store.DB
+	cluster *raftfsm.Cluster
+	key     pki.MasterKey
+	caPEM   []byte
+	caCert  []byte // DER, for the fingerprint
+	reg     *prometheus.Registry
+	http    *http.Server
+	httpLn  net.Listener
+	api     http.Handler
+
+	pendingCAKey []byte // sealed CA key between createIdentity and bootstrap
+}
+
+func (o *Options) defaults() error {
+	if o.DataDir == "" {
+		o.DataDir = "var"
+	}
+	if o.Name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("node name: %w", err)
+		}
+		o.Name = h
+	}
+	if err := store.ValidName(o.Name); err != nil {
+		return fmt.Errorf("node name: %w", err)
+	}
+	if o.HTTPAddr == "" {
+		o.HTTPAddr = "127.0.0.1:8080"
+	}
+	if o.RaftAddr == "" {
+		o.RaftAddr = "127.0.0.1:8300"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+func (n *Node) path(parts ...string) string {
+	return filepath.Join(append([]string{n.opts.DataDir}, parts...)...)
+}
+
+// Start brings a node up: it opens the store, obtains the cluster identity
+// (bootstrapping a new cluster or joining one with a code on first start),
+// starts Raft and serves the API. It returns once the API listens.
+func Start(ctx context.Context, opts Options) (*Node, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name)}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	db, err := store.Open(n.path(fileState))
+	if err != nil {
+		return nil, err
+	}
+	n.db = db
+	ok := false
+	defer func() {
+		if !ok {
+			n.Close()
+		}
+	}()
+
+	hasState, err := raftfsm.HasState(n.path(dirRaft))
+	if err != nil {
+		return nil, fmt.Errorf("read raft state: %w", err)
+	}
+	_, statErr := os.Stat(n.path(dirTLS, fileCert))
+	haveCert := statErr == nil
+
+	var mode string
+	var joinCode pki.JoinCode
+	switch {
+	case haveCert && opts.Join != "":
+		return nil, errors.New("this data directory already belongs to a cluster: -join is only for a node's first start (use an empty -data directory)")
+	case haveCert:
+		mode = "restart"
+	case hasState:
+		return nil, fmt.Errorf("data directory %s has Raft state but no node certificate (%s): refusing to guess; restore the tls directory or start from an empty directory", opts.DataDir, n.path(dirTLS, fileCert))
+	case opts.Join != "":
+		mode = "join"
+		joinCode, err = pki.ParseJoinCode(opts.Join)
+		if err != nil {
+			return nil, err
+		}
+		if err := n.join(ctx, joinCode); err != nil {
+			return nil, err
+		}
+	default:
+		mode = "bootstrap"
+		if err := n.createIdentity(); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.loadIdentity(); err != nil {
+		return nil, err
+	}
+	if err := n.startCluster(); err != nil {
+		return nil, err
+	}
+	n.reg = prometheus.NewRegistry()
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.reg.MustRegister(n.cluster.Metrics.Collectors()...)
+	if err := n.serveHTTP(); err != nil {
+		return nil, err
+	}
+
+	switch mode {
+	case "bootstrap":
+		if err := n.bootstrap(ctx); err != nil {
+			return nil, err
+		}
+	case "join":
+		if err := n.announce(ctx, joinCode.Addr); err != nil {
+			return nil, err
+		}
+	case "restart":
+		go n.refreshNodeRecord(ctx)
+	}
+	if err := writeJSONFile(n.path(fileNodeInfo), NodeInfo{Name: opts.Name, HTTPAddr: n.HTTPAddr(), RaftAddr: n.cluster.Advertise()}, 0o644); err != nil {
+		return nil, err
+	}
+	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
+	ok = true
+	return n, nil
+}
+
+// createIdentity makes a new cluster's CA, master key and this node's
+// certificate. The CA key goes into the store sealed (at bootstrap) so that
+// any future leader can sign joins; on disk it exists only in memory here.
+func (n *Node) createIdentity() error {
+	now := time.Now()
+	ca, err := pki.NewCA("Rollcall cluster CA", now)
+	if err != nil {
+		return err
+	}
+	key, err := pki.NewMasterKey()
+	if err != nil {
+		return err
+	}
+	cert, certKey, err := ca.IssueNode(n.opts.Name, n.hosts(), now, nodeCertTTL)
+	if err != nil {
+		return err
+	}
+	caKeyPEM, err := ca.KeyPEM()
+	if err != nil {
+		return err
+	}
+	sealed, err := key.Seal(caKeyPEM, []byte(aadCAKey))
+	if err != nil {
+		return err
+	}
+	n.pendingCAKey = sealed
+	if err := os.MkdirAll(n.path(dirTLS), 0o700); err != nil {
+		return err
+	}
+	if err := key.Save(n.path(fileMasterKey)); err != nil {
+		return err
+	}
+	return writeTLSFiles(n.path(dirTLS), ca.CertPEM, cert, certKey)
+}
+
+const (
+	nodeCertTTL   = 365 * 24 * time.Hour
+	aadCAKey      = "cluster/ca-key"
+	aadAdminToken = "cluster/admin-token"
+)
+
+func writeTLSFiles(dir string, caPEM, certPEM, keyPEM []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{{fileCA, caPEM, 0o644}, {fileKey, keyPEM, 0o600}, {fileCert, certPEM, 0o644}} {
+		if err := writeFileAtomic(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hosts are the names and addresses this node's certificate carries.
+func (n *Node) hosts() []string {
+	hosts := []string{n.opts.Name}
+	for _, a := range []string{n.opts.RaftAddr, n.opts.RaftAdvertise, n.opts.HTTPAddr} {
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return dedupe(hosts)
+}
+
+func dedupe(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (n *Node) loadIdentity() error {
+	key, err := pki.LoadMasterKey(n.path(fileMasterKey))
+	if err != nil {
+		return fmt.Errorf("load master key: %w", err)
+	}
+	n.key = key
+	caPEM, err := os.ReadFile(n.path(dirTLS, fileCA))
+	if err != nil {
+		return fmt.Errorf("load cluster CA: %w", err)
+	}
+	ca, err := pki.ParseCertPEM(caPEM)
+	if err != nil {
+		return fmt.Errorf("load cluster CA: %w", err)
+	}
+	n.caPEM, n.caCert = caPEM, ca.Raw
+	return nil
+}
+
+func (n *Node) peerTLS() (*tls.Config, error) {
+	cert, err := os.ReadFile(n.path(dirTLS, fileCert))
+	if err != nil {
+		return nil, fmt.Errorf("load node certificate: %w", err)
+	}
+	key, err := os.ReadFile(n.path(dirTLS, fileKey))
+	if err != nil {
+		return nil, fmt.Errorf("load node key: %w", err)
+	}
+	return pki.PeerTLS(n.caPEM, cert, key)
+}
+
+func (n *Node) startCluster() error {
+	tlsCfg, err := n.peerTLS()
+	if err != nil {
+		return err
+	}
+	cfg := raftfsm.Config{
+		Name:       n.opts.Name,
+		Dir:        n.path(dirRaft),
+		Bind:       n.opts.RaftAddr,
+		Advertise:  n.opts.RaftAdvertise,
+		TLS:        tlsCfg,
+		VerifyPeer: pki.PeerVerified,
+		PeerCheck:  n.peerCheck,
+		Calls:      n.calls(),
+		Logger:     n.log.With("component", "cluster"),
+	}
+	if n.opts.RaftTune != nil {
+		n.opts.RaftTune(&cfg)
+	}
+	c, err := raftfsm.Open(cfg, n.db)
+	if err != nil {
+		return err
+	}
+	n.cluster = c
+	return nil
+}
+
+// peerCheck refuses nodes that were removed from the cluster, whatever
+// certificate they still hold.
+func (n *Node) peerCheck(cn string) error {
+	removed := false
+	n.db.View(func(tx *store.Tx) error { removed = tx.NodeRemoved(cn); return nil })
+	if removed {
+		return fmt.Errorf("node %q was removed from the cluster", cn)
+	}
+	return nil
+}
+
+// bootstrap makes this node a one-node cluster and records the cluster
+// identity and the first admin token.
+func (n *Node) bootstrap(ctx context.Context) error {
+	if err := n.cluster.Bootstrap(); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for !n.cluster.IsLeader() {
+		select {
+		case <-wctx.Done():
+			return errors.New("bootstrap: this node did not become leader within 30s")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	token, err := pki.NewToken()
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(token))
+	sealedToken, err := n.key.Seal([]byte(token), []byte(aadAdminToken))
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	id := store.ClusterIdentity{
+		CACertPEM: string(n.caPEM), SealedCAKey: n.pendingCAKey,
+		AdminTokenHash: hex.EncodeToString(sum[:]), SealedAdminToken: sealedToken, Created: now,
+	}
+	n.pendingCAKey = nil
+	if _, err := n.cluster.Apply(wctx, &raftfsm.ClusterInit{Identity: id}); err != nil {
+		return fmt.Errorf("bootstrap: record cluster identity: %w", err)
+	}
+	if err := writeFileAtomic(n.path(fileAdmin), []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("bootstrap: write admin token: %w", err)
+	}
+	return n.putNodeRecord(wctx)
+}
+
+func (n *Node) putNodeRecord(ctx context.Context) error {
+	_, err := n.cluster.Apply(ctx, &raftfsm.NodePut{Node: store.Node{
+		Name: n.opts.Name, RaftAddr: n.cluster.Advertise(), HTTPAddr: n.HTTPAddr(), Joined: time.Now().UTC(),
+	}})
+	if err != nil {
+		return fmt.Errorf("record node: %w", err)
+	}
+	return nil
+}
+
+// refreshNodeRecord updates this node's addresses in the store after a
+// restart, once a leader is reachable, if they changed.
+func (n *Node) refreshNodeRecord(ctx context.Context) {
+	for attempt := 0; attempt < 60; attempt++ {
+		var rec store.Node
+		err := n.db.View(func(tx *store.Tx) error {
+			var err error
+			rec, err = tx.Node(n.opts.Name)
+			return err
+		})
+		if err == nil && rec.HTTPAddr == n.HTTPAddr() && rec.RaftAddr == n.cluster.Advertise() {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = n.putNodeRecord(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// HTTPAddr is the address the API listens on.
+func (n *Node) HTTPAddr() string {
+	if n.httpLn != nil {
+		return n.httpLn.Addr().String()
+	}
+	return n.opts.HTTPAddr
+}
+
+// Cluster is the node's Raft cluster.
+func (n *Node) Cluster() *raftfsm.Cluster { return n.cluster }
+
+// Store is the node's local copy.
+func (n *Node) Store() *store.DB { return n.db }
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.opts.Name }
+
+// Close stops serving and shuts Raft down, then closes the store.
+func (n *Node) Close() error {
+	var errs []error
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, n.http.Shutdown(ctx))
+		cancel()
+	}
+	if n.cluster != nil {
+		errs = append(errs, n.cluster.Shutdown())
+	}
+	if n.db != nil {
+		errs = append(errs, n.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func writeJSONFile(path string, v any, mode os.FileMode) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'), mode)
+}
