@@ -174,6 +174,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
 	}
+	if err := writeJSONFile(n.path(fileNodeInfo), NodeInfo{Name: opts.Name, HTTPAddr: n.HTTPAddr(), RaftAddr: n.cluster.Advertise()}, 0o644); err != nil {
+		return nil, err
+	}
 
 	switch mode {
 	case "bootstrap":
@@ -186,9 +189,6 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	case "restart":
 		go n.refreshNodeRecord(ctx)
-	}
-	if err := writeJSONFile(n.path(fileNodeInfo), NodeInfo{Name: opts.Name, HTTPAddr: n.HTTPAddr(), RaftAddr: n.cluster.Advertise()}, 0o644); err != nil {
-		return nil, err
 	}
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true
