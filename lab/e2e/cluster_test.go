@@ -63,7 +63,6 @@ type proc struct {
 	done                   chan error
 }
 
-
 func (n *proc) start(t *testing.T, extra ...string) {
 	t.Helper()
 	args := append([]string{"serve", "-data", n.data, "-name", n.name, "-http", n.http, "-raft", n.raft}, extra...)
