@@ -17,7 +17,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
@@ -127,46 +126,74 @@ func (n *Node) router() *gin.Engine {
 		n.fail(c, &apiError{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed", Message: c.Request.Method + " is not allowed on " + c.Request.URL.Path})
 	})
 
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{})))
-	v1 := r.Group("/api/v1")
-	v1.GET("/health", n.getHealth)
-
-	admin := v1.Group("", n.requireAdmin)
-	admin.GET("/cluster", n.getCluster)
-	admin.POST("/cluster/join-codes", n.postJoinCode)
-	admin.DELETE("/cluster/members/:name", n.deleteMember)
-	admin.GET("/machines", n.listMachines)
-	admin.POST("/machines", n.createMachine)
-	admin.GET("/machines/:id", n.getMachine)
-	admin.DELETE("/machines/:id", n.deleteMachine)
+	for _, rt := range n.routes() {
+		handlers := append([]gin.HandlerFunc{}, rt.auth.middleware(n)...)
+		r.Handle(rt.Method, rt.Path, append(handlers, rt.handler)...)
+	}
 	return r
 }
 
-// requireAdmin checks Authorization: Bearer <admin token> against the hash
-// recorded in the replicated cluster identity, in constant time.
+// requireAdmin admits a request with Authorization: Bearer <admin token>:
+// the cluster's token (checked against its replicated hash) or the
+// configuration's admin_token. Plain HTTP is further limited by admin_http.
 func (n *Node) requireAdmin(c *gin.Context) {
+	if c.Request.TLS == nil {
+		switch n.conf.AdminHTTP {
+		case "deny":
+			n.fail(c, &apiError{Status: http.StatusForbidden, Code: "https_required", Message: "the admin API is served over HTTPS only on this node (admin_http: deny)"})
+			return
+		case "loopback":
+			if !isLoopback(c.Request.RemoteAddr) {
+				n.fail(c, &apiError{Status: http.StatusForbidden, Code: "https_required", Message: "plain HTTP admin access is allowed from this host only (admin_http: loopback); use HTTPS"})
+				return
+			}
+		}
+	}
 	tok, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
 	if !ok || tok == "" {
 		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "admin token required (Authorization: Bearer <token>)"})
 		return
 	}
-	var id store.ClusterIdentity
-	err := n.db.View(func(tx *store.Tx) error {
-		var err error
-		id, err = tx.Identity()
-		return err
-	})
-	if err != nil {
-		n.fail(c, &apiError{Status: http.StatusServiceUnavailable, Code: "not_ready", Message: "this node has not received the cluster identity yet; retry"})
-		return
-	}
-	sum := sha256.Sum256([]byte(tok))
-	want, _ := hex.DecodeString(id.AdminTokenHash)
-	if subtle.ConstantTimeCompare(sum[:], want) != 1 {
+	if !n.tokenOK(tok, func(id store.ClusterIdentity) string { return id.AdminTokenHash }, n.conf.AdminToken) {
 		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "wrong admin token"})
 		return
 	}
 	c.Next()
+}
+
+// requireAgent admits a commissioning agent: X-Rollcall-Token is the
+// cluster's agent token or the configuration's agent_token.
+func (n *Node) requireAgent(c *gin.Context) {
+	tok := c.GetHeader("X-Rollcall-Token")
+	if tok == "" {
+		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "agent token required (X-Rollcall-Token)"})
+		return
+	}
+	if !n.tokenOK(tok, func(id store.ClusterIdentity) string { return id.AgentTokenHash }, n.conf.AgentToken) {
+		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "wrong agent token"})
+		return
+	}
+	c.Next()
+}
+
+// tokenOK compares in constant time against the replicated hash and the
+// configured token.
+func (n *Node) tokenOK(tok string, hashOf func(store.ClusterIdentity) string, configured string) bool {
+	sum := sha256.Sum256([]byte(tok))
+	var id store.ClusterIdentity
+	n.db.View(func(tx *store.Tx) error {
+		id, _ = tx.Identity()
+		return nil
+	})
+	ok := false
+	if want, err := hex.DecodeString(hashOf(id)); err == nil && len(want) == len(sum) {
+		ok = subtle.ConstantTimeCompare(sum[:], want) == 1
+	}
+	if configured != "" {
+		c := sha256.Sum256([]byte(configured))
+		ok = ok || subtle.ConstantTimeCompare(sum[:], c[:]) == 1
+	}
+	return ok
 }
 
 // decodeBody reads a JSON body of at most limit bytes, rejecting unknown

@@ -3,6 +3,7 @@ package appliance
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,6 +67,45 @@ func (n *Node) createMachine(c *gin.Context) {
 	n.respondMachine(c, http.StatusCreated, id, idx)
 }
 
+// BMCView is a machine's BMC as the API shows it: never the password.
+type BMCView struct {
+	Driver      string            `json:"driver,omitempty"`
+	Address     string            `json:"address,omitempty"`
+	MAC         string            `json:"mac,omitempty"`
+	User        string            `json:"user,omitempty"`
+	HasPassword bool              `json:"has_password"`
+	Source      string            `json:"source,omitempty"`
+	Settings    map[string]string `json:"settings,omitempty"`
+	Errors      []string          `json:"errors,omitempty"`
+	UpdatedAt   time.Time         `json:"updated_at,omitzero"`
+}
+
+// MachineView is a machine record as the API shows it (lists and show).
+type MachineView struct {
+	store.Machine
+	BMC *BMCView `json:"bmc,omitempty"`
+}
+
+func viewOf(m store.Machine) MachineView {
+	v := MachineView{Machine: m}
+	v.Machine.BMC = nil
+	if b := m.BMC; b != nil {
+		v.BMC = &BMCView{
+			Driver: b.Driver, Address: b.Address, MAC: b.MAC, User: b.User, HasPassword: len(b.PasswordSealed) > 0,
+			Source: b.Source, Settings: b.Settings, Errors: b.Errors, UpdatedAt: b.UpdatedAt,
+		}
+	}
+	return v
+}
+
+// MachineDetail is GET /api/v1/machines/{id}: the record, the inventory as
+// the agent sent it (without the BMC password) and the history.
+type MachineDetail struct {
+	MachineView
+	Inventory json.RawMessage `json:"inventory,omitempty"`
+	Events    []store.Event    `json:"events"`
+}
+
 func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64) {
 	var m store.Machine
 	if err := n.db.View(func(tx *store.Tx) error {
@@ -77,13 +117,13 @@ func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(max(idx, m.Index), 10))
-	c.JSON(status, m)
+	c.JSON(status, viewOf(m))
 }
 
 // MachineList is GET /api/v1/machines.
 type MachineList struct {
-	Index    uint64          `json:"index"`
-	Machines []store.Machine `json:"machines"`
+	Index    uint64        `json:"index"`
+	Machines []MachineView `json:"machines"`
 }
 
 func (n *Node) listMachines(c *gin.Context) {
@@ -103,7 +143,7 @@ func (n *Node) listMachines(c *gin.Context) {
 		}
 	}
 	q := strings.ToLower(strings.TrimSpace(c.Query("q")))
-	out := MachineList{Machines: []store.Machine{}}
+	out := MachineList{Machines: []MachineView{}}
 	err := n.db.View(func(tx *store.Tx) error {
 		out.Index = tx.TableIndex(store.TableMachines)
 		ms, err := tx.Machines(store.MachineFilter{State: state})
@@ -112,7 +152,7 @@ func (n *Node) listMachines(c *gin.Context) {
 		}
 		for _, m := range ms {
 			if q == "" || machineMatches(m, q) {
-				out.Machines = append(out.Machines, m)
+				out.Machines = append(out.Machines, viewOf(m))
 			}
 		}
 		return nil
@@ -125,15 +165,18 @@ func (n *Node) listMachines(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-func knownStates() []string {
-	return []string{store.StateNew, store.StateCommissioning, store.StateReady}
-}
+func knownStates() []string { return store.States }
 
-// machineMatches is the q= filter: a substring of the ID, name or serial, or
-// a MAC in any common notation.
+// machineMatches is the q= filter: a substring of the ID, name, serial or an
+// IP address, or a MAC in any common notation.
 func machineMatches(m store.Machine, q string) bool {
 	if strings.Contains(m.ID, q) || strings.Contains(strings.ToLower(m.Name), q) || strings.Contains(strings.ToLower(m.Serial), q) {
 		return true
+	}
+	for _, ip := range m.IPs {
+		if strings.Contains(ip, q) {
+			return true
+		}
 	}
 	qm := strings.NewReplacer("-", ":", ".", "").Replace(q)
 	for _, mac := range m.MACs {
@@ -149,7 +192,79 @@ func (n *Node) getMachine(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	n.respondMachine(c, http.StatusOK, c.Param("id"), 0)
+	var d MachineDetail
+	if err := n.db.View(func(tx *store.Tx) error {
+		m, err := tx.MachineByRef(c.Param("id"))
+		if err != nil {
+			return err
+		}
+		d.MachineView = viewOf(m)
+		if inv, err := tx.Inventory(m.ID); err == nil {
+			d.Inventory = inv
+		}
+		d.Events, err = tx.Events(m.ID)
+		return err
+	}); err != nil {
+		n.fail(c, err)
+		return
+	}
+	if d.Events == nil {
+		d.Events = []store.Event{}
+	}
+	c.Header(headerIndex, strconv.FormatUint(d.Index, 10))
+	c.JSON(http.StatusOK, d)
+}
+
+func (n *Node) getEvents(c *gin.Context) {
+	if err := n.minIndex(c); err != nil {
+		n.fail(c, err)
+		return
+	}
+	var events []store.Event
+	if err := n.db.View(func(tx *store.Tx) error {
+		m, err := tx.MachineByRef(c.Param("id"))
+		if err != nil {
+			return err
+		}
+		events, err = tx.Events(m.ID)
+		return err
+	}); err != nil {
+		n.fail(c, err)
+		return
+	}
+	if events == nil {
+		events = []store.Event{}
+	}
+	c.JSON(http.StatusOK, gin.H{"events": events})
+}
+
+func (n *Node) postRecommission(c *gin.Context) {
+	now := c.Query("now")
+	if now != "" && now != "0" && now != "1" && now != "true" && now != "false" {
+		n.fail(c, badRequest("now must be 1 or 0"))
+		return
+	}
+	if now == "1" || now == "true" {
+		// Needs power and boot-device control through the BMC (power/),
+		// which is not built yet: refuse rather than pretend.
+		n.fail(c, &apiError{Status: http.StatusNotImplemented, Code: "not_implemented", Message: "recommission ?now=1 needs BMC power control, which this version does not have yet; recommission without now and power-cycle the machine"})
+		return
+	}
+	var m store.Machine
+	if err := n.db.View(func(tx *store.Tx) error {
+		var err error
+		m, err = tx.MachineByRef(c.Param("id"))
+		return err
+	}); err != nil {
+		n.fail(c, err)
+		return
+	}
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.Recommission{ID: m.ID, Now: time.Now().UTC()})
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	n.respondMachine(c, http.StatusOK, m.ID, idx)
 }
 
 func (n *Node) deleteMachine(c *gin.Context) {

@@ -355,7 +355,7 @@ func cmdList(args []string, stdout io.Writer) error {
 	}
 }
 
-func printMachines(w io.Writer, ms []store.Machine) {
+func printMachines(w io.Writer, ms []MachineView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tUPDATED")
 	for _, m := range ms {

@@ -34,6 +34,8 @@ type Options struct {
 	RaftAddr      string // cluster port, default 127.0.0.1:8300
 	RaftAdvertise string // address other nodes dial; default RaftAddr
 	Join          string // a join code, for the first start of a new member
+	HTTPSAddr     string // HTTPS API with a certificate from the cluster CA; "" for none
+	ConfigFile    string // default DATA/rollcall.json (optional there)
 
 	Logger *slog.Logger
 	// Raft tuning for tests; zero keeps raftfsm's defaults.
@@ -46,6 +48,8 @@ const (
 	dirRaft       = "raft"
 	fileMasterKey = "master.key"
 	fileAdmin     = "admin.token"
+	fileAgent     = "agent.token"
+	fileConfig    = "rollcall.json"
 	fileNodeInfo  = "node.json"
 	dirTLS        = "tls"
 	fileCA        = "ca.pem"
@@ -74,6 +78,7 @@ type Node struct {
 	http    *http.Server
 	httpLn  net.Listener
 	api     http.Handler
+	conf    FileConfig
 
 	pendingCAKey []byte // sealed CA key between createIdentity and bootstrap
 }
@@ -119,6 +124,15 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
+	confPath, optional := opts.ConfigFile, false
+	if confPath == "" {
+		confPath, optional = n.path(fileConfig), true
+	}
+	conf, err := LoadFileConfig(confPath, optional)
+	if err != nil {
+		return nil, err
+	}
+	n.conf = conf
 	db, err := store.Open(n.path(fileState))
 	if err != nil {
 		return nil, err
@@ -234,6 +248,7 @@ const (
 	nodeCertTTL   = 365 * 24 * time.Hour
 	aadCAKey      = "cluster/ca-key"
 	aadAdminToken = "cluster/admin-token"
+	aadAgentToken = "cluster/agent-token"
 )
 
 func writeTLSFiles(dir string, caPEM, certPEM, keyPEM []byte) error {
@@ -358,19 +373,19 @@ func (n *Node) bootstrap(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	token, err := pki.NewToken()
+	token, tokenHash, sealedToken, err := n.newToken(aadAdminToken)
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256([]byte(token))
-	sealedToken, err := n.key.Seal([]byte(token), []byte(aadAdminToken))
+	agentToken, agentHash, sealedAgent, err := n.newToken(aadAgentToken)
 	if err != nil {
 		return err
 	}
 	now := time.Now().UTC()
 	id := store.ClusterIdentity{
 		CACertPEM: string(n.caPEM), SealedCAKey: n.pendingCAKey,
-		AdminTokenHash: hex.EncodeToString(sum[:]), SealedAdminToken: sealedToken, Created: now,
+		AdminTokenHash: tokenHash, SealedAdminToken: sealedToken,
+		AgentTokenHash: agentHash, SealedAgentToken: sealedAgent, Created: now,
 	}
 	n.pendingCAKey = nil
 	if _, err := n.cluster.Apply(wctx, &raftfsm.ClusterInit{Identity: id}); err != nil {
@@ -379,7 +394,21 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	if err := writeFileAtomic(n.path(fileAdmin), []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("bootstrap: write admin token: %w", err)
 	}
+	if err := writeFileAtomic(n.path(fileAgent), []byte(agentToken+"\n"), 0o600); err != nil {
+		return fmt.Errorf("bootstrap: write agent token: %w", err)
+	}
 	return n.putNodeRecord(wctx)
+}
+
+// newToken makes a random token, its SHA-256 (hex) and its sealed form.
+func (n *Node) newToken(aad string) (token, hash string, sealed []byte, err error) {
+	token, err = pki.NewToken()
+	if err != nil {
+		return "", "", nil, err
+	}
+	sum := sha256.Sum256([]byte(token))
+	sealed, err = n.key.Seal([]byte(token), []byte(aad))
+	return token, hex.EncodeToString(sum[:]), sealed, err
 }
 
 func (n *Node) putNodeRecord(ctx context.Context) error {

@@ -32,6 +32,9 @@ const (
 	TypeMachineCreate Type = 20
 	TypeMachineDelete Type = 21
 	TypeMachineEvent  Type = 22
+	TypeMachineEnlist Type = 23
+	TypeCommission    Type = 24
+	TypeRecommission  Type = 25
 )
 
 // Command is a replicated change. apply runs inside the state machine's

@@ -1,10 +1,13 @@
 package raftfsm
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
 )
 
 // MachineCreate adds a machine in state new. The proposer picks the ID and
@@ -75,5 +78,315 @@ func machineCommands() map[Type]commandInfo {
 		TypeMachineCreate: {"machine-create", 1, func() Command { return &MachineCreate{} }},
 		TypeMachineDelete: {"machine-delete", 1, func() Command { return &MachineDelete{} }},
 		TypeMachineEvent:  {"machine-event", 1, func() Command { return &MachineEvent{} }},
+		TypeMachineEnlist: {"machine-enlist", 1, func() Command { return &MachineEnlist{} }},
+		TypeCommission:    {"commission", 1, func() Command { return &Commission{} }},
+		TypeRecommission:  {"recommission", 1, func() Command { return &Recommission{} }},
 	}
+}
+
+// Identity is what an agent reports about who a machine is. The state
+// machine resolves it to a record (see resolve).
+type Identity struct {
+	Key     string   `json:"key"` // inventory.Key of the fields below
+	UUID    string   `json:"uuid,omitempty"`
+	Serial  string   `json:"serial,omitempty"`
+	BootMAC string   `json:"boot_mac,omitempty"`
+	MACs    []string `json:"macs,omitempty"`
+}
+
+// MachineEnlist is an agent's first contact in a commissioning run: it finds
+// or creates the machine and moves it to commissioning.
+type MachineEnlist struct {
+	NewID    string    `json:"new_id"` // used if the machine is new
+	Identity Identity  `json:"identity"`
+	Node     string    `json:"node,omitempty"`
+	Now      time.Time `json:"now"`
+}
+
+// Commission stores an inventory upload and moves the machine to ready. The
+// BMC password in BMC is already sealed; Inventory carries no password.
+type Commission struct {
+	NewID     string            `json:"new_id"`
+	Identity  Identity          `json:"identity"`
+	IPs       []string          `json:"ips,omitempty"`
+	Summary   inventory.Summary `json:"summary"`
+	Inventory json.RawMessage   `json:"inventory"`
+	BMC       *store.BMC        `json:"bmc,omitempty"`
+	Node      string            `json:"node,omitempty"`
+	Now       time.Time         `json:"now"`
+}
+
+// Recommission sends a machine back to new, so that its next network boot
+// runs the commissioning image again.
+type Recommission struct {
+	ID     string    `json:"id"`
+	Reason string    `json:"reason,omitempty"`
+	Now    time.Time `json:"now"`
+}
+
+func (*MachineEnlist) Type() Type     { return TypeMachineEnlist }
+func (*Commission) Type() Type        { return TypeCommission }
+func (*Recommission) Type() Type      { return TypeRecommission }
+func (*MachineEnlist) Version() uint8 { return 1 }
+func (*Commission) Version() uint8    { return 1 }
+func (*Recommission) Version() uint8  { return 1 }
+
+// resolve finds the machine an identity belongs to:
+//  1. a machine with the same identity key (system UUID, else serial, else
+//     boot MAC: placeholders never make a key);
+//  2. otherwise a machine without a firmware identity (added by hand, or
+//     known only by MAC) that has one of the reported MACs.
+//
+// A machine whose key differs is never taken over by MAC alone: a NIC moved
+// into another server does not make it the same server.
+func resolve(tx *store.Tx, id Identity) (store.Machine, bool, error) {
+	if id.Key != "" {
+		if ids := tx.MachineIDsByKey(id.Key); len(ids) > 0 {
+			m, err := tx.Machine(ids[0])
+			return m, err == nil, err
+		}
+	}
+	for _, mac := range append([]string{id.BootMAC}, id.MACs...) {
+		for _, mid := range tx.MachineIDsByMAC(mac) {
+			m, err := tx.Machine(mid)
+			if err != nil {
+				return m, false, err
+			}
+			if m.IdentityKey == "" || strings.HasPrefix(m.IdentityKey, "mac:") {
+				return m, true, nil
+			}
+		}
+	}
+	return store.Machine{}, false, nil
+}
+
+func (id Identity) check() error {
+	if id.Key == "" && id.BootMAC == "" && len(id.MACs) == 0 {
+		return fmt.Errorf("identity names no UUID, serial or MAC: %w", store.ErrInvalid)
+	}
+	for _, mac := range append([]string{id.BootMAC}, id.MACs...) {
+		if mac == "" {
+			continue
+		}
+		if n, err := store.NormalizeMAC(mac); err != nil || n != mac {
+			return fmt.Errorf("mac %q is not in normal form: %w", mac, store.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// findOrCreate resolves an identity, or makes a new machine record (not yet
+// written) with newID.
+func findOrCreate(tx *store.Tx, id Identity, newID string, now time.Time) (store.Machine, bool, error) {
+	if err := id.check(); err != nil {
+		return store.Machine{}, false, err
+	}
+	m, found, err := resolve(tx, id)
+	if err != nil || found {
+		return m, found, err
+	}
+	if !store.ValidMachineID(newID) {
+		return m, false, fmt.Errorf("new machine id %q: %w", newID, store.ErrInvalid)
+	}
+	if _, err := tx.Machine(newID); err == nil {
+		return m, false, fmt.Errorf("machine %s already exists: %w", newID, store.ErrConflict)
+	}
+	return store.Machine{ID: newID, State: store.StateNew, CreatedAt: now}, false, nil
+}
+
+// adopt sets the identity fields and takes the reported MACs, moving any
+// that another machine held (a NIC moved between servers) with an event on
+// both. It writes the other machines; the caller writes m.
+func adopt(tx *store.Tx, m *store.Machine, id Identity, now time.Time) error {
+	macs := dedupeStrings(append([]string{id.BootMAC}, id.MACs...))
+	for _, mac := range macs {
+		for _, other := range tx.MachineIDsByMAC(mac) {
+			if other == m.ID {
+				continue
+			}
+			o, err := tx.Machine(other)
+			if err != nil {
+				return err
+			}
+			o.MACs = removeString(o.MACs, mac)
+			if o.BootMAC == mac {
+				o.BootMAC = ""
+			}
+			o.UpdatedAt = now
+			if err := tx.PutMachine(o); err != nil {
+				return err
+			}
+			if err := tx.AddEvent(store.Event{Machine: o.ID, Time: now, Kind: "mac-moved", Message: fmt.Sprintf("%s now belongs to %s", mac, m.ID)}); err != nil {
+				return err
+			}
+		}
+	}
+	if id.Key != "" {
+		m.IdentityKey = id.Key
+	}
+	if id.UUID != "" {
+		m.SystemUUID = id.UUID
+	}
+	if id.Serial != "" {
+		m.Serial = id.Serial
+	}
+	if len(macs) > 0 {
+		m.MACs = macs
+	}
+	if id.BootMAC != "" {
+		m.BootMAC = id.BootMAC
+	} else if m.BootMAC == "" && len(macs) > 0 {
+		m.BootMAC = macs[0]
+	}
+	m.LastSeen, m.UpdatedAt = now, now
+	return nil
+}
+
+func (c *MachineEnlist) apply(tx *store.Tx) error {
+	m, found, err := findOrCreate(tx, c.Identity, c.NewID, c.Now)
+	if err != nil {
+		return err
+	}
+	events := []store.Event{}
+	if !found {
+		events = append(events, store.Event{Kind: "enlisted", Message: "first contact from " + describe(c.Identity)})
+	}
+	if m.State != store.StateCommissioning {
+		if err := store.CheckTransition(m.State, store.StateCommissioning); err != nil {
+			return err
+		}
+		events = append(events, store.Event{Kind: "state", Message: m.State + " → " + store.StateCommissioning + " (agent started)"})
+		m.State = store.StateCommissioning
+	}
+	if err := adopt(tx, &m, c.Identity, c.Now); err != nil {
+		return err
+	}
+	return putWithEvents(tx, m, c.Now, events)
+}
+
+func (c *Commission) apply(tx *store.Tx) error {
+	m, found, err := findOrCreate(tx, c.Identity, c.NewID, c.Now)
+	if err != nil {
+		return err
+	}
+	if err := store.CheckTransition(m.State, store.StateReady); err != nil {
+		return fmt.Errorf("machine %s: %w", m.ID, err)
+	}
+	if len(c.Inventory) == 0 {
+		return fmt.Errorf("commission without an inventory: %w", store.ErrInvalid)
+	}
+	var events []store.Event
+	if !found {
+		events = append(events, store.Event{Kind: "enlisted", Message: "first contact from " + describe(c.Identity)})
+	}
+	events = append(events, store.Event{Kind: "commissioned", Message: fmt.Sprintf("%s → ready: inventory received (%s)", m.State, summaryLine(c.Summary))})
+	if err := adopt(tx, &m, c.Identity, c.Now); err != nil {
+		return err
+	}
+	m.State = store.StateReady
+	m.Summary = c.Summary
+	m.IPs = c.IPs
+	m.Commissioned = c.Now
+	if c.BMC != nil {
+		bmc := *c.BMC
+		bmc.UpdatedAt = c.Now
+		if bmc.PasswordSealed == nil && m.BMC != nil {
+			// An upload without a new password keeps the old one.
+			bmc.PasswordSealed, bmc.PasswordAAD = m.BMC.PasswordSealed, m.BMC.PasswordAAD
+		}
+		m.BMC = &bmc
+		if len(bmc.Errors) > 0 {
+			events = append(events, store.Event{Kind: "bmc-error", Message: strings.Join(bmc.Errors, "; ")})
+		}
+	}
+	if err := putWithEvents(tx, m, c.Now, events); err != nil {
+		return err
+	}
+	return tx.PutInventory(m.ID, c.Inventory)
+}
+
+func (c *Recommission) apply(tx *store.Tx) error {
+	m, err := tx.Machine(c.ID)
+	if err != nil {
+		return err
+	}
+	if err := store.CheckTransition(m.State, store.StateNew); err != nil {
+		return fmt.Errorf("machine %s: %w", m.ID, err)
+	}
+	msg := m.State + " → new: re-commission requested"
+	if c.Reason != "" {
+		msg += " (" + c.Reason + ")"
+	}
+	m.State, m.UpdatedAt = store.StateNew, c.Now
+	return putWithEvents(tx, m, c.Now, []store.Event{{Kind: "recommission", Message: msg}})
+}
+
+func putWithEvents(tx *store.Tx, m store.Machine, now time.Time, events []store.Event) error {
+	if err := tx.PutMachine(m); err != nil {
+		return err
+	}
+	for _, e := range events {
+		e.Machine, e.Time = m.ID, now
+		if err := tx.AddEvent(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describe(id Identity) string {
+	switch {
+	case id.UUID != "" && strings.HasPrefix(id.Key, "uuid:"):
+		return "system UUID " + id.UUID
+	case id.Serial != "" && strings.HasPrefix(id.Key, "serial:"):
+		return "serial " + id.Serial
+	case id.BootMAC != "":
+		return "MAC " + id.BootMAC
+	}
+	return "an agent"
+}
+
+func summaryLine(s inventory.Summary) string {
+	parts := []string{}
+	if s.Manufacturer != "" || s.Product != "" {
+		parts = append(parts, strings.TrimSpace(s.Manufacturer+" "+s.Product))
+	}
+	if s.Sockets > 0 {
+		parts = append(parts, fmt.Sprintf("%d×%s, %d cores", s.Sockets, s.CPUModel, s.Cores))
+	}
+	if s.MemoryBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%d GiB", s.MemoryBytes>>30))
+	}
+	if s.Disks > 0 {
+		parts = append(parts, fmt.Sprintf("%d disks", s.Disks))
+	}
+	if s.GPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d GPUs", s.GPUs))
+	}
+	if len(parts) == 0 {
+		return "empty"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func dedupeStrings(in []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func removeString(in []string, s string) []string {
+	out := in[:0:0]
+	for _, v := range in {
+		if v != s {
+			out = append(out, v)
+		}
+	}
+	return out
 }

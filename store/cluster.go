@@ -35,7 +35,11 @@ type ClusterIdentity struct {
 	AdminTokenHash string `json:"admin_token_hash"`
 	// SealedAdminToken lets any node hand the first admin token to a node
 	// that joins, so the CLI works on every node.
-	SealedAdminToken []byte    `json:"sealed_admin_token,omitempty"`
+	SealedAdminToken []byte `json:"sealed_admin_token,omitempty"`
+	// The agent token: what commissioning agents present (X-Rollcall-Token).
+	// Sealed so that any node can put it on a boot command line.
+	AgentTokenHash   string    `json:"agent_token_hash,omitempty"`
+	SealedAgentToken []byte    `json:"sealed_agent_token,omitempty"`
 	Created          time.Time `json:"created"`
 }
 

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/rollcall/rollcall/store/inventory"
 )
 
 // Buckets of the machine table and its indexes. Index keys are
@@ -21,12 +23,16 @@ var (
 	bucketMachineBySer  = []byte("machines.by_serial")
 	bucketMachineByStat = []byte("machines.by_state")
 	bucketMachineByName = []byte("machines.by_name")
+	bucketMachineByKey  = []byte("machines.by_key")
+	bucketMachineByIP   = []byte("machines.by_ip")
+	bucketInventory     = []byte("inventory")
 	bucketEvents        = []byte("events")
 	bucketCluster       = []byte("cluster")
 
 	allBuckets = [][]byte{
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
-		bucketMachineByStat, bucketMachineByName, bucketEvents, bucketCluster,
+		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
+		bucketInventory, bucketEvents, bucketCluster,
 	}
 )
 
@@ -42,11 +48,15 @@ const (
 )
 
 // Transitions lists, for each state, the states a machine may move to.
+// Later states (deploying, deployed, stateless, …) extend this table.
 var Transitions = map[string][]string{
 	StateNew:           {StateCommissioning, StateReady},
 	StateCommissioning: {StateReady, StateNew},
-	StateReady:         {StateNew, StateCommissioning},
+	StateReady:         {StateNew},
 }
+
+// States lists the known states in lifecycle order.
+var States = []string{StateNew, StateCommissioning, StateReady}
 
 // CheckTransition fails with the current state and the allowed ones when
 // from → to is not a permitted move.
@@ -66,15 +76,23 @@ func CheckTransition(from, to string) error {
 
 // Machine is a server Rollcall knows.
 type Machine struct {
-	ID         string    `json:"id"`
-	Name       string    `json:"name,omitempty"`
-	State      string    `json:"state"`
-	SystemUUID string    `json:"system_uuid,omitempty"`
-	Serial     string    `json:"serial,omitempty"`
-	MACs       []string  `json:"macs,omitempty"`
-	BootMAC    string    `json:"boot_mac,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ID         string   `json:"id"`
+	Name       string   `json:"name,omitempty"`
+	State      string   `json:"state"`
+	SystemUUID string   `json:"system_uuid,omitempty"`
+	Serial     string   `json:"serial,omitempty"`
+	MACs       []string `json:"macs,omitempty"`
+	BootMAC    string   `json:"boot_mac,omitempty"`
+	// IdentityKey is how the machine is recognised: uuid:…, serial:… or
+	// mac:… (see inventory.Key); empty for machines an operator added by hand.
+	IdentityKey  string            `json:"identity_key,omitempty"`
+	IPs          []string          `json:"ips,omitempty"`
+	Summary      inventory.Summary `json:"summary,omitzero"`
+	BMC          *BMC              `json:"bmc,omitempty"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	LastSeen     time.Time         `json:"last_seen,omitzero"`
+	Commissioned time.Time         `json:"commissioned,omitzero"`
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64 `json:"index"`
 }
@@ -250,6 +268,9 @@ func (t *Tx) DeleteMachine(id string) error {
 	if err := t.deletePrefix(bucketEvents, id+"\x00"); err != nil {
 		return err
 	}
+	if err := t.tx.Bucket(bucketInventory).Delete([]byte(id)); err != nil {
+		return err
+	}
 	return t.touch(TableMachines)
 }
 
@@ -270,8 +291,54 @@ type indexEntry struct {
 	value  string
 }
 
+// BMC is a machine's baseboard management controller as Rollcall knows it.
+// PasswordSealed is AES-256-GCM under the cluster master key; no API answer
+// carries it.
+type BMC struct {
+	Driver         string            `json:"driver,omitempty"`
+	Address        string            `json:"address,omitempty"`
+	MAC            string            `json:"mac,omitempty"`
+	User           string            `json:"user,omitempty"`
+	PasswordSealed []byte            `json:"password_sealed,omitempty"`
+	PasswordAAD    string            `json:"password_aad,omitempty"` // what the seal is bound to
+	Source         string            `json:"source,omitempty"`
+	Settings       map[string]string `json:"settings,omitempty"`
+	Errors         []string          `json:"errors,omitempty"`
+	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+}
+
+// MachineIDsByKey returns the machines recognised by this identity key.
+func (t *Tx) MachineIDsByKey(key string) []string { return t.lookup(bucketMachineByKey, key) }
+
+// MachineIDsByIP returns the machines that have this address.
+func (t *Tx) MachineIDsByIP(ip string) []string { return t.lookup(bucketMachineByIP, ip) }
+
+// Inventory returns the last inventory report stored for a machine, as the
+// agent sent it (without the BMC password).
+func (t *Tx) Inventory(id string) ([]byte, error) {
+	b := t.tx.Bucket(bucketInventory).Get([]byte(id))
+	if b == nil {
+		return nil, fmt.Errorf("inventory of %q: %w", id, ErrNotFound)
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// PutInventory stores a machine's inventory report.
+func (t *Tx) PutInventory(id string, doc []byte) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	return t.tx.Bucket(bucketInventory).Put([]byte(id), doc)
+}
+
 func machineIndexes(m Machine) []indexEntry {
 	e := []indexEntry{{bucketMachineByStat, m.State}}
+	if m.IdentityKey != "" {
+		e = append(e, indexEntry{bucketMachineByKey, m.IdentityKey})
+	}
+	for _, ip := range m.IPs {
+		e = append(e, indexEntry{bucketMachineByIP, ip})
+	}
 	if m.Name != "" {
 		e = append(e, indexEntry{bucketMachineByName, m.Name})
 	}

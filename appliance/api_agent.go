@@ -1,0 +1,268 @@
+package appliance
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
+)
+
+// maxInventoryBytes bounds a commission upload: the largest real inventories
+// (36-disk storage nodes, 8-GPU nodes with full PCI trees) are ~100 KB.
+const maxInventoryBytes = 8 << 20
+
+type enlistRequest struct {
+	SystemUUID string   `json:"system_uuid"`
+	Serial     string   `json:"serial"`
+	BootMAC    string   `json:"boot_mac"`
+	MACs       []string `json:"macs"`
+}
+
+// EnlistReply tells the agent which machine it is and what to do.
+type EnlistReply struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Index uint64 `json:"index"`
+}
+
+// identityOf builds the identity the state machine resolves, from reported
+// fields; MACs must already be normalised.
+func identityOf(uuid, serial, bootMAC string, macs []string) raftfsm.Identity {
+	id := raftfsm.Identity{Key: inventory.Key(uuid, serial, bootMAC), BootMAC: bootMAC, MACs: macs}
+	if inventory.RealUUID(uuid) {
+		id.UUID = inventory.NormalizeUUID(uuid)
+	}
+	if inventory.RealSerial(serial) {
+		id.Serial = strings.TrimSpace(serial)
+	}
+	return id
+}
+
+func (n *Node) postEnlist(c *gin.Context) {
+	var req enlistRequest
+	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
+		n.fail(c, err)
+		return
+	}
+	boot := ""
+	if req.BootMAC != "" {
+		m, err := store.NormalizeMAC(req.BootMAC)
+		if err != nil {
+			n.fail(c, err)
+			return
+		}
+		boot = m
+	}
+	var macs []string
+	for _, raw := range req.MACs {
+		m, err := store.NormalizeMAC(raw)
+		if err != nil {
+			n.fail(c, err)
+			return
+		}
+		macs = append(macs, m)
+	}
+	if req.SystemUUID != "" && inventory.NormalizeUUID(req.SystemUUID) == "" {
+		n.fail(c, badRequest("system_uuid %q is not a UUID", clip(req.SystemUUID)))
+		return
+	}
+	id := identityOf(req.SystemUUID, req.Serial, boot, macs)
+	newID := newMachineID()
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.MachineEnlist{NewID: newID, Identity: id, Node: n.opts.Name, Now: time.Now().UTC()})
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	m, err := n.machineByIdentity(id, newID)
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	c.JSON(http.StatusOK, EnlistReply{ID: m.ID, State: m.State, Index: idx})
+}
+
+// machineByIdentity reads back the machine an applied enlist or commission
+// resolved to.
+func (n *Node) machineByIdentity(id raftfsm.Identity, newID string) (store.Machine, error) {
+	var m store.Machine
+	err := n.db.View(func(tx *store.Tx) error {
+		if mm, err := tx.Machine(newID); err == nil {
+			m = mm
+			return nil
+		}
+		if id.Key != "" {
+			if ids := tx.MachineIDsByKey(id.Key); len(ids) > 0 {
+				var err error
+				m, err = tx.Machine(ids[0])
+				return err
+			}
+		}
+		for _, mac := range append([]string{id.BootMAC}, id.MACs...) {
+			if ids := tx.MachineIDsByMAC(mac); len(ids) > 0 {
+				var err error
+				m, err = tx.Machine(ids[0])
+				return err
+			}
+		}
+		return fmt.Errorf("machine for %s: %w", id.Key, store.ErrNotFound)
+	})
+	return m, err
+}
+
+// CommissionReply answers an inventory upload.
+type CommissionReply struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Index uint64 `json:"index"`
+}
+
+func (n *Node) postCommission(c *gin.Context) {
+	var rep inventory.Report
+	if err := decodeBody(c, maxInventoryBytes, &rep); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge {
+			ae.Message = fmt.Sprintf("inventory is larger than the %d MiB allowed", maxInventoryBytes>>20)
+		}
+		n.fail(c, err)
+		return
+	}
+	cmd, err := n.commissionCommand(&rep, c.Request.RemoteAddr)
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	idx, err := n.cluster.Apply(c.Request.Context(), cmd)
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	m, err := n.machineByIdentity(cmd.Identity, cmd.NewID)
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	n.log.Info("machine commissioned", "machine", m.ID, "key", cmd.Identity.Key, "index", idx)
+	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	c.JSON(http.StatusOK, CommissionReply{ID: m.ID, State: m.State, Index: idx})
+}
+
+// commissionCommand validates a report and turns it into a command: the BMC
+// password is sealed and removed from the stored document before anything
+// leaves this function.
+func (n *Node) commissionCommand(rep *inventory.Report, remote string) (*raftfsm.Commission, error) {
+	if err := inventory.Validate(rep); err != nil {
+		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_inventory", Message: "inventory rejected: " + strings.ReplaceAll(err.Error(), "\n", "; ")}
+	}
+	newID := newMachineID()
+	var bmc *store.BMC
+	if rep.BMC != nil {
+		bmc = &store.BMC{
+			Driver: rep.BMC.Driver, Address: rep.BMC.Address, MAC: rep.BMC.MAC, User: rep.BMC.User,
+			Source: rep.BMC.Source, Errors: rep.BMC.Errors,
+		}
+		if rep.BMC.Channel != 0 || rep.BMC.UserID != 0 {
+			bmc.Settings = map[string]string{"channel": strconv.Itoa(rep.BMC.Channel), "user_id": strconv.Itoa(rep.BMC.UserID)}
+		}
+		if rep.BMC.Password != "" {
+			// The sealed secret is bound to the machine it belongs to; the
+			// ID is only known after resolution, so bind to the identity key.
+			sealed, err := n.key.Seal([]byte(rep.BMC.Password), []byte(bmcAAD(identityKeyOf(rep))))
+			if err != nil {
+				return nil, err
+			}
+			bmc.PasswordSealed, bmc.PasswordAAD = sealed, bmcAAD(identityKeyOf(rep))
+		}
+		rep.BMC.Password = ""
+	}
+	doc, err := json.Marshal(rep)
+	if err != nil {
+		return nil, err
+	}
+	macs := inventory.MACs(rep)
+	boot := rep.BootMAC
+	if boot == "" && len(macs) > 0 {
+		boot = macs[0]
+	}
+	var ips []string
+	for _, nic := range rep.NICs {
+		for _, ip := range nic.IPs {
+			if p := net.ParseIP(ip); p != nil {
+				ips = append(ips, p.String())
+			}
+		}
+	}
+	return &raftfsm.Commission{
+		NewID:     newID,
+		Identity:  identityOf(rep.System.UUID, rep.System.Serial, boot, macs),
+		IPs:       dedupe(ips),
+		Summary:   inventory.Summarize(rep),
+		Inventory: doc,
+		BMC:       bmc,
+		Node:      n.opts.Name,
+		Now:       time.Now().UTC(),
+	}, nil
+}
+
+func identityKeyOf(rep *inventory.Report) string {
+	boot := rep.BootMAC
+	if boot == "" && len(rep.NICs) > 0 {
+		boot = rep.NICs[0].MAC
+	}
+	return inventory.Key(rep.System.UUID, rep.System.Serial, boot)
+}
+
+func bmcAAD(key string) string { return "bmc-password/" + key }
+
+// BMCHintReply is GET /api/v1/bmc-hint: the one answer that carries a BMC
+// password, to the agent only, because the agent must verify the hint out of
+// band and then report it (the reference's bmc_hints).
+type BMCHintReply struct {
+	MAC      string `json:"mac"`
+	Driver   string `json:"driver"`
+	Address  string `json:"address"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
+func (n *Node) getBMCHint(c *gin.Context) {
+	raw := c.Query("macs")
+	if raw == "" {
+		n.fail(c, badRequest("macs is required: a comma-separated list of the machine's MACs"))
+		return
+	}
+	for _, s := range strings.Split(raw, ",") {
+		mac, err := store.NormalizeMAC(s)
+		if err != nil {
+			n.fail(c, err)
+			return
+		}
+		if h, ok := n.conf.BMCHints[mac]; ok {
+			c.JSON(http.StatusOK, BMCHintReply{MAC: mac, Driver: h.Driver, Address: h.Address, User: h.User, Password: h.Password})
+			return
+		}
+	}
+	n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no bmc_hints entry for these MACs"})
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// commissionExample is the request body shown in the OpenAPI document.
+func commissionExample() inventory.Report {
+	return inventory.Report{Version: inventory.SchemaVersion}
+}

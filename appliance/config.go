@@ -1,0 +1,116 @@
+package appliance
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// FileConfig is rollcall.json in the data directory (or -config FILE): the
+// reference's keys that still apply to the appliance. Every key is optional.
+type FileConfig struct {
+	// AdminToken is accepted for the admin API in addition to the cluster's
+	// own token (DATA/admin.token).
+	AdminToken string `json:"admin_token,omitempty"`
+	// AgentToken is accepted from commissioning agents in addition to the
+	// cluster's agent token.
+	AgentToken string `json:"agent_token,omitempty"`
+	// BMCHints maps a machine's MAC to its out-of-band BMC, for machines
+	// without in-band IPMI (VMs behind a virtual BMC).
+	BMCHints map[string]BMCHint `json:"bmc_hints,omitempty"`
+	// CommissionAppend is added to the commissioning kernel command line.
+	CommissionAppend string `json:"commission_append,omitempty"`
+	// AdminHTTP decides what plain HTTP may do with the admin API: allow
+	// (default), loopback (only from this host) or deny.
+	AdminHTTP string `json:"admin_http,omitempty"`
+	// TLSNames are extra names and addresses for the node's HTTPS
+	// certificate.
+	TLSNames []string `json:"tls_names,omitempty"`
+}
+
+// BMCHint is one entry of bmc_hints.
+type BMCHint struct {
+	Driver   string `json:"driver,omitempty"`
+	Address  string `json:"address"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
+var adminHTTPModes = []string{"allow", "loopback", "deny"}
+
+// LoadFileConfig reads and checks a configuration file. A missing file is
+// an empty configuration when optional is set.
+func LoadFileConfig(path string, optional bool) (FileConfig, error) {
+	var c FileConfig
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && optional {
+		return c, c.check()
+	}
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.check(); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+func (c *FileConfig) check() error {
+	if c.AdminHTTP == "" {
+		c.AdminHTTP = "allow"
+	}
+	ok := false
+	for _, m := range adminHTTPModes {
+		ok = ok || c.AdminHTTP == m
+	}
+	if !ok {
+		return fmt.Errorf("admin_http: %q is not one of %s", c.AdminHTTP, strings.Join(adminHTTPModes, ", "))
+	}
+	for _, t := range []struct{ name, v string }{{"admin_token", c.AdminToken}, {"agent_token", c.AgentToken}} {
+		if t.v != "" && len(t.v) < 16 {
+			return fmt.Errorf("%s: at least 16 characters are required (use `rollcall keygen`)", t.name)
+		}
+	}
+	hints := make(map[string]BMCHint, len(c.BMCHints))
+	for mac, h := range c.BMCHints {
+		norm, err := store.NormalizeMAC(mac)
+		if err != nil {
+			return fmt.Errorf("bmc_hints: %w", err)
+		}
+		if h.Address == "" {
+			return fmt.Errorf("bmc_hints[%s]: address is required", mac)
+		}
+		if h.Driver == "" {
+			h.Driver = "ipmi"
+		}
+		hints[norm] = h
+	}
+	c.BMCHints = hints
+	for _, n := range c.TLSNames {
+		if n == "" || strings.ContainsAny(n, " /") {
+			return fmt.Errorf("tls_names: %q is not a host name or address", n)
+		}
+	}
+	return nil
+}
+
+// isLoopback reports whether a request's remote address is on this host.
+func isLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

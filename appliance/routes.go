@@ -1,0 +1,60 @@
+package appliance
+
+import (
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// authKind is who may call a route.
+type authKind string
+
+const (
+	authNone  authKind = "none"
+	authAdmin authKind = "admin"
+	authAgent authKind = "agent"
+)
+
+func (a authKind) middleware(n *Node) []gin.HandlerFunc {
+	switch a {
+	case authAdmin:
+		return []gin.HandlerFunc{n.requireAdmin}
+	case authAgent:
+		return []gin.HandlerFunc{n.requireAgent}
+	}
+	return nil
+}
+
+// route is one API endpoint. The table is the single source for the router
+// and the OpenAPI document (openapi.go); a test checks both agree.
+type route struct {
+	Method  string
+	Path    string // gin syntax (:id)
+	auth    authKind
+	Summary string
+	Body    any // example request body type, for the document
+	handler gin.HandlerFunc
+}
+
+func (n *Node) routes() []route {
+	return []route{
+		{"GET", "/metrics", authNone, "Prometheus metrics", nil, gin.WrapH(promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))},
+		{"GET", "/ca.pem", authNone, "the cluster CA certificate (check it by its SHA-256)", nil, n.getCA},
+		{"GET", "/api/v1/health", authNone, "node, leader, applied index, ok", nil, n.getHealth},
+		{"GET", "/api/v1/openapi.json", authNone, "this document", nil, n.getOpenAPI},
+
+		{"POST", "/api/v1/enlist", authAgent, "agent's first contact: find or create the machine, move it to commissioning", enlistRequest{}, n.postEnlist},
+		{"POST", "/api/v1/commission", authAgent, "inventory upload from the commissioning agent; moves the machine to ready", commissionExample(), n.postCommission},
+		{"GET", "/api/v1/bmc-hint", authAgent, "out-of-band BMC hint for machines without in-band IPMI (?macs=a,b)", nil, n.getBMCHint},
+
+		{"GET", "/api/v1/cluster", authAdmin, "members, voters, leader, applied index, last contact", nil, n.getCluster},
+		{"POST", "/api/v1/cluster/join-codes", authAdmin, "a one-time join code for a new node", joinCodeRequest{}, n.postJoinCode},
+		{"DELETE", "/api/v1/cluster/members/:name", authAdmin, "remove a node from the cluster", nil, n.deleteMember},
+
+		{"GET", "/api/v1/machines", authAdmin, "machine summaries (?state= ?q= ?index=&wait= ?min_index=)", nil, n.listMachines},
+		{"POST", "/api/v1/machines", authAdmin, "add a machine by hand (state new)", createMachineRequest{}, n.createMachine},
+		{"GET", "/api/v1/machines/:id", authAdmin, "full record: inventory, BMC (no secret), events", nil, n.getMachine},
+		{"DELETE", "/api/v1/machines/:id", authAdmin, "forget a machine", nil, n.deleteMachine},
+		{"GET", "/api/v1/machines/:id/events", authAdmin, "a machine's history", nil, n.getEvents},
+		{"POST", "/api/v1/machines/:id/recommission", authAdmin, "boot the commissioning image again on next PXE (?now=1: via the BMC at once)", nil, n.postRecommission},
+	}
+}
