@@ -3,6 +3,8 @@ package appliance
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -27,7 +29,8 @@ import (
 const usage = `rollcall: bare-metal commissioning appliance
 
 Node:
-  rollcall serve [-data DIR] [-name NAME] [-http ADDR] [-raft ADDR] [-raft-advertise ADDR] [-join CODE]
+  rollcall serve [-data DIR] [-name NAME] [-http ADDR] [-https ADDR] [-raft ADDR]
+                 [-raft-advertise ADDR] [-join CODE] [-config FILE]
   rollcall keygen                      print a fresh random token
 
 Cluster:
@@ -38,11 +41,15 @@ Cluster:
 Machines:
   rollcall list [-state S] [-q TEXT] [-json] [-watch]
   rollcall show ID|NAME [-json]
+  rollcall events ID|NAME [-json]
+  rollcall recommission ID|NAME [-now]
   rollcall add [-name NAME] [-mac MAC]
   rollcall delete ID|NAME
 
 Client commands reach the API at $ROLLCALL_URL with $ROLLCALL_TOKEN; on a node
 they read both from the data directory ($ROLLCALL_DATA or ./var, or -data DIR).
+An https:// URL is checked against the cluster CA: $ROLLCALL_CA (a PEM file), or
+the data directory's tls/ca.pem on a node.
 `
 
 // Main runs the rollcall command line and returns the exit status.
@@ -71,6 +78,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdAdd(rest, stdout)
 	case "delete":
 		err = cmdDelete(rest, stdout)
+	case "events":
+		err = cmdEvents(rest, stdout)
+	case "recommission":
+		err = cmdRecommission(rest, stdout)
 	default:
 		fmt.Fprintf(stderr, "rollcall: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -95,6 +106,8 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.RaftAddr, "raft", "127.0.0.1:8300", "cluster port (Raft and node calls, mutual TLS)")
 	fs.StringVar(&o.RaftAdvertise, "raft-advertise", "", "cluster address other nodes dial (default: -raft)")
 	fs.StringVar(&o.Join, "join", "", "join code from `rollcall cluster join-code` (first start only)")
+	fs.StringVar(&o.HTTPSAddr, "https", "", "HTTPS API listen address, with a certificate from the cluster CA (off when empty)")
+	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (default DATA/rollcall.json when present)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -152,6 +165,21 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 		c.token = strings.TrimSpace(string(b))
 	}
 	c.base = strings.TrimRight(c.base, "/")
+	if strings.HasPrefix(c.base, "https://") {
+		caFile := os.Getenv("ROLLCALL_CA")
+		if caFile == "" {
+			caFile = filepath.Join(*data, dirTLS, fileCA)
+		}
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("an https URL needs the cluster CA: set ROLLCALL_CA to its PEM file (%v)", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+		}
+		c.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
 	return c, nil
 }
 
@@ -357,11 +385,46 @@ func cmdList(args []string, stdout io.Writer) error {
 
 func printMachines(w io.Writer, ms []MachineView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tUPDATED")
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tPRODUCT\tCPU\tMEMORY\tDISKS\tGPUS\tBMC\tUPDATED")
 	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, dash(m.Name), m.State, dash(m.Serial), dash(m.BootMAC), m.UpdatedAt.Local().Format("2006-01-02 15:04"))
+		s := m.Summary
+		cpu, mem, disks, gpus, bmc := "-", "-", "-", "-", "-"
+		if s.Sockets > 0 {
+			cpu = fmt.Sprintf("%dx%dc", s.Sockets, s.Cores/max(s.Sockets, 1))
+		}
+		if s.MemoryBytes > 0 {
+			mem = fmt.Sprintf("%d GiB", s.MemoryBytes>>30)
+		}
+		if s.Disks > 0 {
+			disks = fmt.Sprintf("%d (%s)", s.Disks, humanBytes(s.DiskBytes))
+		}
+		if s.GPUs > 0 {
+			gpus = fmt.Sprint(s.GPUs)
+		}
+		if m.BMC != nil && m.BMC.Address != "" {
+			bmc = m.BMC.Address
+			if len(m.BMC.Errors) > 0 {
+				bmc += " (errors)"
+			}
+		}
+		product := strings.TrimSpace(s.Manufacturer + " " + s.Product)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, dash(m.Name), m.State, dash(m.Serial), dash(m.BootMAC),
+			dash(product), cpu, mem, disks, gpus, bmc, m.UpdatedAt.Local().Format("2006-01-02 15:04"))
 	}
 	tw.Flush()
+}
+
+func humanBytes(b int64) string {
+	const unit = 1000
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(b)/float64(div), "kMGTPE"[exp])
 }
 
 func dash(s string) string {
@@ -397,19 +460,119 @@ func cmdShow(args []string, stdout io.Writer) error {
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var m store.Machine
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var d MachineDetail
+	if err := json.Unmarshal(raw, &d); err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	for _, row := range [][2]string{
+	printDetail(stdout, d)
+	return nil
+}
+
+func printDetail(w io.Writer, d MachineDetail) {
+	m, s := d.Machine, d.Summary
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := [][2]string{
 		{"ID", m.ID}, {"Name", dash(m.Name)}, {"State", m.State}, {"System UUID", dash(m.SystemUUID)},
-		{"Serial", dash(m.Serial)}, {"MACs", dash(strings.Join(m.MACs, ", "))}, {"Boot MAC", dash(m.BootMAC)},
-		{"Created", m.CreatedAt.Local().Format(time.RFC3339)}, {"Updated", m.UpdatedAt.Local().Format(time.RFC3339)},
-	} {
+		{"Serial", dash(m.Serial)}, {"Identity", dash(m.IdentityKey)}, {"MACs", dash(strings.Join(m.MACs, ", "))},
+		{"Boot MAC", dash(m.BootMAC)}, {"IPs", dash(strings.Join(m.IPs, ", "))},
+		{"Product", dash(strings.TrimSpace(s.Manufacturer + " " + s.Product))},
+	}
+	if s.Sockets > 0 {
+		rows = append(rows, [2]string{"CPU", fmt.Sprintf("%d × %s (%d cores, %d threads)", s.Sockets, s.CPUModel, s.Cores, s.Threads)})
+	}
+	if s.MemoryBytes > 0 {
+		rows = append(rows, [2]string{"Memory", fmt.Sprintf("%d GiB in %d DIMMs", s.MemoryBytes>>30, s.DIMMs)})
+	}
+	if s.Disks > 0 || s.NVMe > 0 {
+		rows = append(rows, [2]string{"Disks", fmt.Sprintf("%d, %s (%d NVMe controllers)", s.Disks, humanBytes(s.DiskBytes), s.NVMe)})
+	}
+	if s.NICs > 0 || s.IBHCAs > 0 {
+		rows = append(rows, [2]string{"Network", fmt.Sprintf("%d NICs, %d InfiniBand HCAs", s.NICs, s.IBHCAs)})
+	}
+	if s.GPUs > 0 {
+		rows = append(rows, [2]string{"GPUs", fmt.Sprintf("%d (%s)", s.GPUs, strings.Join(s.GPUModels, ", "))})
+	}
+	if b := d.BMC; b != nil {
+		pw := "no password"
+		if b.HasPassword {
+			pw = "password sealed"
+		}
+		rows = append(rows, [2]string{"BMC", fmt.Sprintf("%s %s user %s (%s)", dash(b.Driver), dash(b.Address), dash(b.User), pw)})
+		for _, e := range b.Errors {
+			rows = append(rows, [2]string{"BMC error", e})
+		}
+	}
+	rows = append(rows, [2]string{"Created", m.CreatedAt.Local().Format(time.RFC3339)}, [2]string{"Updated", m.UpdatedAt.Local().Format(time.RFC3339)})
+	if !m.Commissioned.IsZero() {
+		rows = append(rows, [2]string{"Commissioned", m.Commissioned.Local().Format(time.RFC3339)})
+	}
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", row[0], row[1])
 	}
-	return tw.Flush()
+	tw.Flush()
+	if len(d.Events) > 0 {
+		fmt.Fprintln(w, "\nEvents:")
+		printEvents(w, d.Events)
+	}
+}
+
+func printEvents(w io.Writer, events []store.Event) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range events {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, e.Message)
+	}
+	tw.Flush()
+}
+
+func cmdEvents(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("events", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := newClient(fs, flagsFirst(args))
+	if err != nil {
+		return err
+	}
+	ref, err := oneArg(fs, "rollcall events ID|NAME [-json]")
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(http.MethodGet, "/api/v1/machines/"+url.PathEscape(ref)+"/events", nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var v struct {
+		Events []store.Event `json:"events"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	printEvents(stdout, v.Events)
+	return nil
+}
+
+func cmdRecommission(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("recommission", flag.ContinueOnError)
+	now := fs.Bool("now", false, "power-cycle into the commissioning image at once through the BMC")
+	c, err := newClient(fs, flagsFirst(args))
+	if err != nil {
+		return err
+	}
+	ref, err := oneArg(fs, "rollcall recommission ID|NAME [-now]")
+	if err != nil {
+		return err
+	}
+	path := "/api/v1/machines/" + url.PathEscape(ref) + "/recommission"
+	if *now {
+		path += "?now=1"
+	}
+	var m MachineView
+	if err := c.do(http.MethodPost, path, nil, &m); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %s (commissions again on its next network boot)\n", m.ID, m.State)
+	return nil
 }
 
 func cmdAdd(args []string, stdout io.Writer) error {

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,11 @@ type Node struct {
 	api     http.Handler
 	conf    FileConfig
 
+	https     *http.Server
+	httpsLn   net.Listener
+	httpsCert atomic.Pointer[httpsCert]
+	closing   chan struct{}
+
 	pendingCAKey []byte // sealed CA key between createIdentity and bootstrap
 }
 
@@ -120,7 +126,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name)}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{})}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -203,6 +209,11 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	case "restart":
 		go n.refreshNodeRecord(ctx)
+	}
+	if opts.HTTPSAddr != "" {
+		if err := n.serveHTTPS(ctx); err != nil {
+			return nil, err
+		}
 	}
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true
@@ -468,6 +479,16 @@ func (n *Node) Name() string { return n.opts.Name }
 // Close stops serving and shuts Raft down, then closes the store.
 func (n *Node) Close() error {
 	var errs []error
+	select {
+	case <-n.closing:
+	default:
+		close(n.closing)
+	}
+	if n.https != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, n.https.Shutdown(ctx))
+		cancel()
+	}
 	if n.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, n.http.Shutdown(ctx))
