@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -262,23 +264,39 @@ func (c *Cluster) Shutdown() error {
 
 func hclogFor(l *slog.Logger) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
-		Name:   "raft",
-		Level:  hclog.Warn,
-		Output: slogWriter{l},
+		Name:       "raft",
+		Level:      hclog.Warn,
+		JSONFormat: true,
+		Output:     slogWriter{l.With("component", "raft")},
 	})
 }
 
-// slogWriter sends hclog's lines into slog so that one log stream remains.
+// slogWriter turns hclog's JSON lines into slog records, so that one log
+// stream remains, with raft's levels and fields.
 type slogWriter struct{ l *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Warn(string(trimNL(p)), "component", "raft")
-	return len(p), nil
-}
-
-func trimNL(p []byte) []byte {
-	for len(p) > 0 && (p[len(p)-1] == '\n' || p[len(p)-1] == '\r') {
-		p = p[:len(p)-1]
+	var rec map[string]any
+	if err := json.Unmarshal(p, &rec); err != nil {
+		w.l.Warn(strings.TrimSpace(string(p)))
+		return len(p), nil
 	}
-	return p
+	level := slog.LevelInfo
+	switch rec["@level"] {
+	case "error":
+		level = slog.LevelError
+	case "warn":
+		level = slog.LevelWarn
+	case "debug", "trace":
+		level = slog.LevelDebug
+	}
+	msg, _ := rec["@message"].(string)
+	attrs := make([]any, 0, 2*len(rec))
+	for k, v := range rec {
+		if !strings.HasPrefix(k, "@") {
+			attrs = append(attrs, k, v)
+		}
+	}
+	w.l.Log(context.Background(), level, msg, attrs...)
+	return len(p), nil
 }
