@@ -46,6 +46,14 @@ Machines:
   rollcall add [-name NAME] [-mac MAC]
   rollcall delete ID|NAME
 
+Network (fabric → VLAN → subnet → ranges, addresses):
+  rollcall fabric add NAME [-kind ethernet|infiniband] | list | show NAME | rm NAME
+  rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF] [-mtu N] | list | show FABRIC VID | rm FABRIC VID
+  rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] | list | show CIDR | rm CIDR [-force]
+  rollcall range add CIDR dynamic|reserved|static FIRST LAST | list [-subnet CIDR] | rm FIRST
+  rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR
+  (every list and show takes -json)
+
 Client commands reach the API at $ROLLCALL_URL with $ROLLCALL_TOKEN; on a node
 they read both from the data directory ($ROLLCALL_DATA or ./var, or -data DIR).
 An https:// URL is checked against the cluster CA: $ROLLCALL_CA (a PEM file), or
@@ -80,6 +88,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdDelete(rest, stdout)
 	case "events":
 		err = cmdEvents(rest, stdout)
+	case "fabric", "vlan", "subnet", "range", "ip":
+		err = cmdNetwork(cmd, rest, stdout)
 	case "recommission":
 		err = cmdRecommission(rest, stdout)
 	default:

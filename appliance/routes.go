@@ -36,6 +36,10 @@ type route struct {
 }
 
 func (n *Node) routes() []route {
+	return append(n.coreRoutes(), n.networkRoutes()...)
+}
+
+func (n *Node) coreRoutes() []route {
 	return []route{
 		{"GET", "/metrics", authNone, "Prometheus metrics", nil, gin.WrapH(promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))},
 		{"GET", "/ca.pem", authNone, "the cluster CA certificate (check it by its SHA-256)", nil, n.getCA},

@@ -35,6 +35,17 @@ const (
 	TypeMachineEnlist Type = 23
 	TypeCommission    Type = 24
 	TypeRecommission  Type = 25
+
+	TypeFabricPut      Type = 40
+	TypeFabricDelete   Type = 41
+	TypeVLANPut        Type = 42
+	TypeVLANDelete     Type = 43
+	TypeSubnetPut      Type = 44
+	TypeSubnetDelete   Type = 45
+	TypeRangePut       Type = 46
+	TypeRangeDelete    Type = 47
+	TypeAddressClaim   Type = 48
+	TypeAddressRelease Type = 49
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -71,7 +82,7 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands())
 }
 
 // Encode turns a command into the bytes of a log entry.

@@ -32,7 +32,7 @@ var (
 	allBuckets = [][]byte{
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
-		bucketInventory, bucketEvents, bucketCluster,
+		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
 	}
 )
 
