@@ -99,6 +99,9 @@ func (t *Tx) PutNode(n Node) error {
 	if err := t.putJSON(bucketCluster, prefixNode+n.Name, n); err != nil {
 		return err
 	}
+	if err := t.logChange("nodes", n.Name, OpPut); err != nil {
+		return err
+	}
 	return t.touch(tableCluster)
 }
 
@@ -111,6 +114,9 @@ func (t *Tx) DeleteNode(name string) error {
 		return err
 	}
 	if err := t.tx.Bucket(bucketCluster).Put([]byte(prefixRemoved+name), nil); err != nil {
+		return err
+	}
+	if err := t.logChange("nodes", name, OpDelete); err != nil {
 		return err
 	}
 	return t.touch(tableCluster)

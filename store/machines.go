@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ var (
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
 		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
+		bucketChanges,
 	}
 )
 
@@ -247,6 +249,9 @@ func (t *Tx) PutMachine(m Machine) error {
 	if err := t.index(m); err != nil {
 		return err
 	}
+	if err := t.logChange("machines", m.ID, OpPut); err != nil {
+		return err
+	}
 	return t.touch(TableMachines)
 }
 
@@ -269,6 +274,9 @@ func (t *Tx) DeleteMachine(id string) error {
 		return err
 	}
 	if err := t.tx.Bucket(bucketInventory).Delete([]byte(id)); err != nil {
+		return err
+	}
+	if err := t.logChange("machines", id, OpDelete); err != nil {
 		return err
 	}
 	return t.touch(TableMachines)
@@ -328,7 +336,10 @@ func (t *Tx) PutInventory(id string, doc []byte) error {
 	if !t.write {
 		return ErrReadOnly
 	}
-	return t.tx.Bucket(bucketInventory).Put([]byte(id), doc)
+	if err := t.tx.Bucket(bucketInventory).Put([]byte(id), doc); err != nil {
+		return err
+	}
+	return t.logChange("inventory", id, OpPut)
 }
 
 func machineIndexes(m Machine) []indexEntry {
@@ -409,9 +420,27 @@ func (t *Tx) AddEvent(e Event) error {
 			if err := t.tx.Bucket(bucketEvents).Put([]byte(k), b); err != nil {
 				return err
 			}
+			if err := t.logChange("events", hex.EncodeToString([]byte(k)), OpPut); err != nil {
+				return err
+			}
 			return t.touch(TableMachines)
 		}
 	}
+}
+
+// EventByChangeKey reads the event a change-log entry of table "events"
+// names.
+func (t *Tx) EventByChangeKey(key string) (Event, error) {
+	var e Event
+	k, err := hex.DecodeString(key)
+	if err != nil {
+		return e, fmt.Errorf("event key %q: %w", key, ErrInvalid)
+	}
+	b := t.tx.Bucket(bucketEvents).Get(k)
+	if b == nil {
+		return e, fmt.Errorf("event %q: %w", key, ErrNotFound)
+	}
+	return e, json.Unmarshal(b, &e)
 }
 
 // Events returns a machine's events, oldest first.

@@ -144,6 +144,9 @@ func (t *Tx) netPut(key string, v any) error {
 	if err := t.putJSON(bucketNet, key, v); err != nil {
 		return err
 	}
+	if err := t.logChange("net", key, OpPut); err != nil {
+		return err
+	}
 	return t.touch(TableNetwork)
 }
 
@@ -151,8 +154,14 @@ func (t *Tx) netDel(key string) error {
 	if err := t.del(bucketNet, key); err != nil {
 		return err
 	}
+	if err := t.logChange("net", key, OpDelete); err != nil {
+		return err
+	}
 	return t.touch(TableNetwork)
 }
+
+// NetRecord reads a network model record by its change-log key into v.
+func (t *Tx) NetRecord(key string, v any) error { return t.getJSON(bucketNet, key, v) }
 
 // Fabric returns one fabric.
 func (t *Tx) Fabric(name string) (Fabric, error) {
@@ -284,6 +293,9 @@ func (t *Tx) PutAddress(a Address) error {
 			return err
 		}
 	}
+	if err := t.logChange("addresses", a.IP.String(), OpPut); err != nil {
+		return err
+	}
 	return t.touch(TableNetwork)
 }
 
@@ -299,6 +311,9 @@ func (t *Tx) DeleteAddress(a netip.Addr) error {
 		}
 	}
 	if err := t.tx.Bucket(bucketAddresses).Delete(addrKey(a)); err != nil {
+		return err
+	}
+	if err := t.logChange("addresses", a.String(), OpDelete); err != nil {
 		return err
 	}
 	return t.touch(TableNetwork)

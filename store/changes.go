@@ -1,0 +1,98 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+)
+
+// The change log: every record a command writes or deletes is noted under
+// the command's Raft index, in the same transaction. Followers of the store
+// (the PostgreSQL mirror, live views) read it to apply just what changed.
+// It keeps the last changeWindow indexes; a reader that fell further behind
+// sees ErrChangesTruncated and starts over from a full copy.
+
+var bucketChanges = []byte("changes")
+
+// changeWindow is how many Raft indexes of changes are kept.
+const changeWindow = 1_000_000
+
+// Change kinds.
+const (
+	OpPut    = "put"
+	OpDelete = "delete"
+)
+
+// Change names one record written or deleted at Index.
+type Change struct {
+	Index uint64 `json:"index"`
+	Table string `json:"table"` // machines, events, inventory, net, addresses, nodes
+	Key   string `json:"key"`
+	Op    string `json:"op"`
+}
+
+// ErrChangesTruncated means changes after the requested index are no longer
+// all in the log.
+var ErrChangesTruncated = fmt.Errorf("change log no longer reaches that far back: %w", ErrNotFound)
+
+func (t *Tx) logChange(table, key, op string) error {
+	b := t.tx.Bucket(bucketChanges)
+	seq := b.Sequence() + 1
+	if err := b.SetSequence(seq); err != nil {
+		return err
+	}
+	var k [16]byte
+	binary.BigEndian.PutUint64(k[:8], t.Index)
+	binary.BigEndian.PutUint64(k[8:], seq)
+	v, err := json.Marshal(Change{Index: t.Index, Table: table, Key: key, Op: op})
+	if err != nil {
+		return err
+	}
+	if err := b.Put(k[:], v); err != nil {
+		return err
+	}
+	return t.pruneChanges()
+}
+
+// pruneChanges drops entries older than the window; deterministic because it
+// depends only on the index being applied.
+func (t *Tx) pruneChanges() error {
+	if t.Index <= changeWindow {
+		return nil
+	}
+	floor := t.Index - changeWindow
+	b := t.tx.Bucket(bucketChanges)
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k[:8]) < floor; k, _ = c.First() {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+		if err := t.tx.Bucket(bucketMeta).Put([]byte("changes.floor"), u64(floor)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Changes returns changes with an index above after, oldest first, at most
+// limit. It fails with ErrChangesTruncated when some were already pruned.
+func (t *Tx) Changes(after uint64, limit int) ([]Change, error) {
+	if b := t.tx.Bucket(bucketMeta).Get([]byte("changes.floor")); len(b) == 8 && after+1 < binary.BigEndian.Uint64(b) {
+		return nil, ErrChangesTruncated
+	}
+	var out []Change
+	var start [8]byte
+	binary.BigEndian.PutUint64(start[:], after+1)
+	c := t.tx.Bucket(bucketChanges).Cursor()
+	for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
+		var ch Change
+		if err := json.Unmarshal(v, &ch); err != nil {
+			return nil, fmt.Errorf("decode change: %w", err)
+		}
+		out = append(out, ch)
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
