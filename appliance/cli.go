@@ -54,6 +54,10 @@ Network (fabric → VLAN → subnet → ranges, addresses):
   rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR
   (every list and show takes -json)
 
+Export:
+  rollcall export postgres -dsn URL [-schema rollcall] [-data DIR]   copy the store into PostgreSQL
+  rollcall export status                                             the continuous mirror's position and lag
+
 Client commands reach the API at $ROLLCALL_URL with $ROLLCALL_TOKEN; on a node
 they read both from the data directory ($ROLLCALL_DATA or ./var, or -data DIR).
 An https:// URL is checked against the cluster CA: $ROLLCALL_CA (a PEM file), or
@@ -88,6 +92,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdDelete(rest, stdout)
 	case "events":
 		err = cmdEvents(rest, stdout)
+	case "export":
+		err = cmdExport(rest, stdout, stderr)
 	case "fabric", "vlan", "subnet", "range", "ip":
 		err = cmdNetwork(cmd, rest, stdout)
 	case "recommission":
