@@ -46,6 +46,12 @@ const (
 	TypeRangeDelete    Type = 47
 	TypeAddressClaim   Type = 48
 	TypeAddressRelease Type = 49
+
+	TypeLeaseBlockClaim   Type = 60
+	TypeLeaseBlockRenew   Type = 61
+	TypeLeaseBlockRelease Type = 62
+	TypeLeaseBatch        Type = 63
+	TypeLeaseExpire       Type = 64
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -82,7 +88,7 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands())
 }
 
 // Encode turns a command into the bytes of a log entry.

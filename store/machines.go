@@ -34,7 +34,7 @@ var (
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
 		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
-		bucketChanges,
+		bucketChanges, bucketLeases, bucketLeaseByMAC, bucketLeaseBlocks, bucketSeen,
 	}
 )
 

@@ -1,0 +1,263 @@
+package raftfsm
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// DHCP lease commands. The scheme (see store/leases.go): nodes claim blocks
+// of dynamic ranges through Raft, lease from their own blocks without
+// consensus, and replicate grants in batches. Every rule that keeps two
+// clients off one address is checked here against the replicated state.
+
+// LeaseBlockClaim gives a node a block of a dynamic range until Expires.
+type LeaseBlockClaim struct {
+	Subnet  netip.Prefix `json:"subnet"`
+	First   netip.Addr   `json:"first"`
+	Last    netip.Addr   `json:"last"`
+	Node    string       `json:"node"`
+	Expires time.Time    `json:"expires"`
+	Now     time.Time    `json:"now"`
+}
+
+// LeaseBlockRenew extends a node's blocks. Blocks it no longer owns are
+// skipped (their per-entry error is reported).
+type LeaseBlockRenew struct {
+	Node    string       `json:"node"`
+	Blocks  []netip.Addr `json:"blocks"`
+	Expires time.Time    `json:"expires"`
+	Now     time.Time    `json:"now"`
+}
+
+// LeaseBlockRelease gives blocks up. Quarantine keeps them unusable until
+// then: a node that restarted may have granted leases it never replicated.
+// A node releases its own blocks; the leader releases a dead node's.
+type LeaseBlockRelease struct {
+	Node       string       `json:"node"`
+	Blocks     []netip.Addr `json:"blocks"`
+	Quarantine time.Time    `json:"quarantine,omitzero"`
+	Now        time.Time    `json:"now"`
+}
+
+// LeaseGrant is one lease a node granted (or renewed) from its block.
+type LeaseGrant struct {
+	IP       netip.Addr `json:"ip"`
+	MAC      string     `json:"mac"`
+	ClientID string     `json:"client_id,omitempty"`
+	Hostname string     `json:"hostname,omitempty"`
+	Granted  time.Time  `json:"granted"`
+	Expires  time.Time  `json:"expires"`
+}
+
+// LeaseRelease is a client's RELEASE (or a DECLINE when Declined is set,
+// which keeps the address out of use until Until).
+type LeaseRelease struct {
+	IP       netip.Addr `json:"ip"`
+	MAC      string     `json:"mac"`
+	Declined bool       `json:"declined,omitempty"`
+	Until    time.Time  `json:"until,omitzero"`
+}
+
+// LeaseBatch carries what one node's DHCP server did since its last batch.
+// Entries are applied one by one; an entry the state refuses is skipped and
+// counted in Refused, never failing the others.
+type LeaseBatch struct {
+	Node     string         `json:"node"`
+	Now      time.Time      `json:"now"`
+	Grants   []LeaseGrant   `json:"grants,omitempty"`
+	Releases []LeaseRelease `json:"releases,omitempty"`
+	Seen     []store.Seen   `json:"seen,omitempty"`
+}
+
+// LeaseExpire removes leases that ended before Now in [First, Last].
+type LeaseExpire struct {
+	First netip.Addr `json:"first"`
+	Last  netip.Addr `json:"last"`
+	Now   time.Time  `json:"now"`
+}
+
+func (*LeaseBlockClaim) Type() Type     { return TypeLeaseBlockClaim }
+func (*LeaseBlockRenew) Type() Type     { return TypeLeaseBlockRenew }
+func (*LeaseBlockRelease) Type() Type   { return TypeLeaseBlockRelease }
+func (*LeaseBatch) Type() Type          { return TypeLeaseBatch }
+func (*LeaseExpire) Type() Type         { return TypeLeaseExpire }
+func (*LeaseBlockClaim) Version() uint8 { return 1 }
+func (*LeaseBlockRenew) Version() uint8 { return 1 }
+func (*LeaseBlockRelease) Version() uint8 {
+	return 1
+}
+func (*LeaseBatch) Version() uint8  { return 1 }
+func (*LeaseExpire) Version() uint8 { return 1 }
+
+func (c *LeaseBlockClaim) apply(tx *store.Tx) error {
+	if c.Node == "" || !c.Expires.After(c.Now) {
+		return fmt.Errorf("block claim needs a node and an expiry after now: %w", store.ErrInvalid)
+	}
+	if c.Last.Less(c.First) {
+		return fmt.Errorf("block %s–%s ends before it starts: %w", c.First, c.Last, store.ErrInvalid)
+	}
+	ranges, err := tx.Ranges(c.Subnet)
+	if err != nil {
+		return err
+	}
+	inDynamic := false
+	for _, r := range ranges {
+		if r.Kind == store.RangeDynamic && r.Contains(c.First) && r.Contains(c.Last) {
+			inDynamic = true
+		}
+	}
+	if !inDynamic {
+		return fmt.Errorf("block %s–%s is not inside one dynamic range of %s: %w", c.First, c.Last, c.Subnet, store.ErrInvalid)
+	}
+	blocks, err := tx.LeaseBlocks(c.Subnet)
+	if err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		if b.Last.Less(c.First) || c.Last.Less(b.First) {
+			continue
+		}
+		if b.First != c.First || b.Last != c.Last {
+			return fmt.Errorf("block %s–%s overlaps block %s–%s: %w", c.First, c.Last, b.First, b.Last, store.ErrConflict)
+		}
+		if !b.Free(c.Now) && b.Node != c.Node {
+			return fmt.Errorf("block %s–%s belongs to %s until %s: %w", b.First, b.Last, b.Node, b.Expires.UTC().Format(time.RFC3339), store.ErrConflict)
+		}
+		if c.Now.Before(b.Quarantine) {
+			return fmt.Errorf("block %s–%s is quarantined until %s: %w", b.First, b.Last, b.Quarantine.UTC().Format(time.RFC3339), store.ErrConflict)
+		}
+	}
+	return tx.PutLeaseBlock(store.LeaseBlock{Subnet: c.Subnet, First: c.First, Last: c.Last, Node: c.Node, Expires: c.Expires})
+}
+
+func (c *LeaseBlockRenew) apply(tx *store.Tx) error {
+	var firstErr error
+	for _, first := range c.Blocks {
+		b, err := tx.LeaseBlock(first)
+		if err == nil && (b.Node != c.Node || !c.Now.Before(b.Expires)) {
+			err = fmt.Errorf("block %s is not held by %s: %w", first, c.Node, store.ErrConflict)
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if c.Expires.After(b.Expires) {
+			b.Expires = c.Expires
+		}
+		if err := tx.PutLeaseBlock(b); err != nil {
+			return err
+		}
+	}
+	return firstErr
+}
+
+func (c *LeaseBlockRelease) apply(tx *store.Tx) error {
+	for _, first := range c.Blocks {
+		b, err := tx.LeaseBlock(first)
+		if err != nil || b.Node != c.Node {
+			continue
+		}
+		b.Node, b.Expires = "", c.Now
+		if c.Quarantine.After(b.Quarantine) {
+			b.Quarantine = c.Quarantine
+		}
+		if err := tx.PutLeaseBlock(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply records each grant only if the address lies in a block the granting
+// node held when it granted, and no other client holds an unexpired lease on
+// it. A refused grant is a bug or a clock far off; it is skipped, not fatal.
+func (c *LeaseBatch) apply(tx *store.Tx) error {
+	refused := 0
+	for _, g := range c.Grants {
+		b, ok := tx.BlockOf(g.IP)
+		old, oldErr := tx.Lease(g.IP)
+		subnet := b.Subnet
+		if !ok || b.Node != c.Node || g.Expires.After(b.Expires.Add(time.Second)) {
+			// Only a renewal of a lease this client already holds may come
+			// from outside the node's own blocks.
+			if oldErr != nil || old.MAC != g.MAC || old.Declined {
+				refused++
+				continue
+			}
+			subnet = old.Subnet
+		}
+		if oldErr == nil && old.MAC != g.MAC && c.Now.Before(old.Expires) {
+			refused++
+			continue
+		}
+		if err := tx.PutLease(store.Lease{
+			IP: g.IP, Subnet: subnet, MAC: g.MAC, ClientID: g.ClientID, Hostname: g.Hostname,
+			Node: c.Node, Granted: g.Granted, Expires: g.Expires,
+		}); err != nil {
+			return err
+		}
+	}
+	for _, r := range c.Releases {
+		old, err := tx.Lease(r.IP)
+		if r.Declined {
+			// A DECLINE holds the address out of use whoever had it.
+			l := store.Lease{IP: r.IP, MAC: r.MAC, Node: c.Node, Granted: c.Now, Expires: r.Until, Declined: true}
+			if err == nil {
+				l.Subnet = old.Subnet
+			}
+			if err := tx.PutLease(l); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil || old.MAC != r.MAC {
+			continue
+		}
+		if err := tx.DeleteLease(r.IP); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.Seen {
+		if err := tx.PutSeen(s); err != nil {
+			return err
+		}
+	}
+	if refused > 0 {
+		return fmt.Errorf("%d of %d grants from %s were refused (address outside its blocks or leased to another client): %w", refused, len(c.Grants), c.Node, store.ErrConflict)
+	}
+	return nil
+}
+
+func (c *LeaseExpire) apply(tx *store.Tx) error {
+	var ended []netip.Addr
+	err := tx.Leases(c.First, c.Last, func(l store.Lease) bool {
+		if !c.Now.Before(l.Expires) {
+			ended = append(ended, l.IP)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, a := range ended {
+		if err := tx.DeleteLease(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func leaseCommands() map[Type]commandInfo {
+	return map[Type]commandInfo{
+		TypeLeaseBlockClaim:   {"lease-block-claim", 1, func() Command { return &LeaseBlockClaim{} }},
+		TypeLeaseBlockRenew:   {"lease-block-renew", 1, func() Command { return &LeaseBlockRenew{} }},
+		TypeLeaseBlockRelease: {"lease-block-release", 1, func() Command { return &LeaseBlockRelease{} }},
+		TypeLeaseBatch:        {"lease-batch", 1, func() Command { return &LeaseBatch{} }},
+		TypeLeaseExpire:       {"lease-expire", 1, func() Command { return &LeaseExpire{} }},
+	}
+}
