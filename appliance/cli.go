@@ -54,6 +54,10 @@ Network (fabric → VLAN → subnet → ranges, addresses):
   rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR
   (every list and show takes -json)
 
+Boot images:
+  rollcall image import NAME -kernel F -initrd F [-squashfs F]   upload to one node; the others fetch and verify
+  rollcall image list [-json] | rm NAME
+
 Export:
   rollcall export postgres -dsn URL [-schema rollcall] [-data DIR]   copy the store into PostgreSQL
   rollcall export status                                             the continuous mirror's position and lag
@@ -92,6 +96,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdDelete(rest, stdout)
 	case "events":
 		err = cmdEvents(rest, stdout)
+	case "image":
+		err = cmdImage(rest, stdout)
 	case "export":
 		err = cmdExport(rest, stdout, stderr)
 	case "fabric", "vlan", "subnet", "range", "ip":
@@ -230,6 +236,12 @@ func (c *client) do(method, path string, in, out any) error {
 		return fmt.Errorf("cannot reach %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
+	return decodeReply(resp, out)
+}
+
+// decodeReply turns a non-2xx answer into an error carrying the API's
+// message, and decodes a 2xx one into out (a *json.RawMessage keeps it raw).
+func decodeReply(resp *http.Response, out any) error {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
 		return err

@@ -26,6 +26,9 @@ type FileConfig struct {
 	BMCHints map[string]BMCHint `json:"bmc_hints,omitempty"`
 	// CommissionAppend is added to the commissioning kernel command line.
 	CommissionAppend string `json:"commission_append,omitempty"`
+	// CommissionImage is the boot image commissioning uses (default
+	// "commissioning").
+	CommissionImage string `json:"commission_image,omitempty"`
 	// AdminHTTP decides what plain HTTP may do with the admin API: allow
 	// (default), loopback (only from this host) or deny.
 	AdminHTTP string `json:"admin_http,omitempty"`

@@ -66,21 +66,27 @@ func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
 		}},
 	}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+code.Addr+"/open/v1/join", bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("join: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("join %s: %w (is the address in the code reachable, and is it the cluster whose CA the code names?)", code.Addr, err)
-	}
-	defer resp.Body.Close()
+	// The cluster may be electing a leader (503): retry for a minute. A
+	// refusal (403, 400, 409) is final.
 	var reply joinReply
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&reply); err != nil {
-		return fmt.Errorf("join %s: unreadable answer (%s): %w", code.Addr, resp.Status, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("join refused by %s: %s", code.Addr, reply.Error)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		status, err := postJoin(ctx, client, code.Addr, body, &reply)
+		if err != nil {
+			return err
+		}
+		if status == http.StatusOK {
+			break
+		}
+		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return fmt.Errorf("join refused by %s: %s", code.Addr, reply.Error)
+		}
+		n.log.Info("join: the cluster is busy; retrying", "reason", reply.Error)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 	ca, err := pki.ParseCertPEM([]byte(reply.CACert))
 	if err != nil || pki.Fingerprint(ca) != code.CAFingerprint {
@@ -101,6 +107,23 @@ func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
 		}
 	}
 	return writeTLSFiles(n.path(dirTLS), []byte(reply.CACert), []byte(reply.Cert), keyPEM)
+}
+
+func postJoin(ctx context.Context, client *http.Client, addr string, body []byte, reply *joinReply) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+"/open/v1/join", bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("join: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("join %s: %w (is the address in the code reachable, and is it the cluster whose CA the code names?)", addr, err)
+	}
+	defer resp.Body.Close()
+	*reply = joinReply{}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(reply); err != nil {
+		return 0, fmt.Errorf("join %s: unreadable answer (%s): %w", addr, resp.Status, err)
+	}
+	return resp.StatusCode, nil
 }
 
 // announce asks the cluster (through the node that issued the code) to add
@@ -136,6 +159,7 @@ func (n *Node) announce(ctx context.Context, via string) error {
 func (n *Node) calls() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /open/v1/join", n.handleJoin)
+	mux.HandleFunc("GET /v1/blobs/{sha}", n.serveBlob)
 	return mux
 }
 

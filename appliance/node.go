@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"text/template"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,6 +82,12 @@ type Node struct {
 	api     http.Handler
 	conf    FileConfig
 
+	bootTmpl     *template.Template
+	imageSync    chan struct{}
+	bootRefused  prometheus.Counter
+	imageFetched prometheus.Counter
+	imageRefused prometheus.Counter
+
 	https     *http.Server
 	httpsLn   net.Listener
 	httpsCert atomic.Pointer[httpsCert]
@@ -126,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{})}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), imageSync: make(chan struct{}, 1)}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -139,6 +146,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n.conf = conf
+	if n.bootTmpl, err = loadBootTemplate(opts.DataDir); err != nil {
+		return nil, err
+	}
 	db, err := store.Open(n.path(fileState))
 	if err != nil {
 		return nil, err
@@ -191,6 +201,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.reg = prometheus.NewRegistry()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.reg.MustRegister(n.cluster.Metrics.Collectors()...)
+	n.bootRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_boot_refused_total", Help: "Boot and image requests refused (bad MAC, unknown image or file)."})
+	n.imageFetched = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_image_files_fetched_total", Help: "Image files fetched from other nodes and verified."})
+	n.imageRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_image_fetch_failures_total", Help: "Image file fetches refused (checksum mismatch) or failed."})
+	n.reg.MustRegister(n.bootRefused, n.imageFetched, n.imageRefused)
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
 	}
@@ -215,6 +229,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
+	go n.syncImages(context.WithoutCancel(ctx))
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true
 	return n, nil

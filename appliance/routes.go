@@ -1,6 +1,8 @@
 package appliance
 
 import (
+	"slices"
+
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -36,7 +38,7 @@ type route struct {
 }
 
 func (n *Node) routes() []route {
-	return append(n.coreRoutes(), n.networkRoutes()...)
+	return slices.Concat(n.coreRoutes(), n.bootRoutes(), n.networkRoutes())
 }
 
 func (n *Node) coreRoutes() []route {
@@ -60,5 +62,18 @@ func (n *Node) coreRoutes() []route {
 		{"DELETE", "/api/v1/machines/:id", authAdmin, "forget a machine", nil, n.deleteMachine},
 		{"GET", "/api/v1/machines/:id/events", authAdmin, "a machine's history", nil, n.getEvents},
 		{"POST", "/api/v1/machines/:id/recommission", authAdmin, "boot the commissioning image again on next PXE (?now=1: via the BMC at once)", nil, n.postRecommission},
+	}
+}
+
+func (n *Node) bootRoutes() []route {
+	return []route{
+		{"GET", "/boot/ipxe", authNone, "the iPXE script for a machine (?mac=), rendered from its state", nil, n.getBootIPXE},
+		{"GET", "/images/:name/:file", authNone, "an image file (kernel, initrd, squashfs); Range and HEAD supported", nil, n.serveImageFile},
+		{"HEAD", "/images/:name/:file", authNone, "an image file's size and ETag", nil, n.serveImageFile},
+		{"GET", "/api/v1/images", authAdmin, "boot images with their files and the nodes that hold them", nil, n.listImages},
+		{"POST", "/api/v1/images", authAdmin, "record an image from files uploaded to this node", imageRequest{}, n.postImage},
+		{"GET", "/api/v1/images/:name", authAdmin, "one image", nil, n.getImage},
+		{"DELETE", "/api/v1/images/:name", authAdmin, "forget an image", nil, n.deleteImage},
+		{"PUT", "/api/v1/images/:name/files/:file", authAdmin, "upload one file of an image (raw body)", nil, n.putImageFile},
 	}
 }

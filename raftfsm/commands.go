@@ -52,6 +52,10 @@ const (
 	TypeLeaseBlockRelease Type = 62
 	TypeLeaseBatch        Type = 63
 	TypeLeaseExpire       Type = 64
+
+	TypeImagePut    Type = 80
+	TypeImageDelete Type = 81
+	TypeImageHave   Type = 82
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -88,7 +92,7 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands())
 }
 
 // Encode turns a command into the bytes of a log entry.

@@ -199,6 +199,25 @@ func (c *Cluster) call(ctx context.Context, nodeAddr, method, path string, body 
 	return json.Unmarshal(b, out)
 }
 
+// Stream GETs path from another node over the cluster's mutual TLS and hands
+// the body to fn (large files: image blobs).
+func (c *Cluster) Stream(ctx context.Context, nodeAddr, path string, fn func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+nodeAddr+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.peers.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s on %s: %s: %s", path, nodeAddr, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return fn(resp.Body)
+}
+
 // Call lets the appliance make its own node-to-node calls (image fetches,
 // joins) over the cluster's mutual TLS.
 func (c *Cluster) Call(ctx context.Context, nodeAddr, method, path string, body []byte, out any) error {

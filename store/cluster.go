@@ -167,6 +167,11 @@ func (t *Tx) UseJoinCode(secretHash, node string, now time.Time) error {
 	if err := t.getJSON(bucketCluster, prefixJoin+secretHash, &j); err != nil {
 		return fmt.Errorf("join code is not known to this cluster: %w", ErrForbidden)
 	}
+	if j.UsedBy != "" && j.UsedBy == node && !now.After(j.Expires) {
+		// The same node asking again (its first answer was lost): the
+		// secret proves it holds the code, and it stays that node.
+		return nil
+	}
 	if j.UsedBy != "" {
 		return fmt.Errorf("join code was already used (by %s at %s): %w", j.UsedBy, j.Used.UTC().Format(time.RFC3339), ErrForbidden)
 	}

@@ -35,6 +35,7 @@ var (
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
 		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
 		bucketChanges, bucketLeases, bucketLeaseByMAC, bucketLeaseBlocks, bucketSeen,
+		bucketImages,
 	}
 )
 

@@ -1,0 +1,307 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files")
+
+// The template alone, against golden files: one per action.
+func TestBootTemplateGolden(t *testing.T) {
+	tmpl, err := loadBootTemplate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := BootData{
+		MAC: "52:54:00:12:34:56", Kernel: "http://10.0.0.2:8080/images/commissioning/kernel",
+		Initrd: "http://10.0.0.2:8080/images/commissioning/initrd",
+		Args:   "rollcall.server=http://10.0.0.2:8080 rollcall.token=TOKEN rollcall.ca=FINGERPRINT console=ttyS0",
+		Retry:  "http://10.0.0.2:8080/boot/ipxe?mac=${mac}",
+	}
+	cases := map[string]BootData{
+		"commission-unknown": {Action: "commission"},
+		"commission-new":     {Action: "commission", Machine: "m-0123456789ab", State: store.StateNew},
+		"poweroff-ready":     {Action: "poweroff", Machine: "m-0123456789ab", State: store.StateReady},
+		"local-deployed":     {Action: "local", Machine: "m-0123456789ab", State: "deployed"},
+		"wait-no-image":      {Action: "wait", Message: `no image "commissioning" yet`},
+	}
+	for name, d := range cases {
+		t.Run(name, func(t *testing.T) {
+			d.MAC, d.Kernel, d.Initrd, d.Args, d.Retry = base.MAC, base.Kernel, base.Initrd, base.Args, base.Retry
+			var buf bytes.Buffer
+			if err := tmpl.Execute(&buf, d); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "boot", name+".ipxe")
+			if *updateGolden {
+				os.WriteFile(golden, buf.Bytes(), 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Fatalf("script differs from %s:\n%s", golden, buf.String())
+			}
+		})
+	}
+}
+
+func TestBootTemplateOverride(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "templates"), 0o755)
+	os.WriteFile(filepath.Join(dir, "templates", "boot.ipxe"), []byte("#!ipxe\necho custom {{ .MAC }}\n"), 0o644)
+	tmpl, err := loadBootTemplate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tmpl.Execute(&buf, BootData{MAC: "52:54:00:00:00:01"})
+	if buf.String() != "#!ipxe\necho custom 52:54:00:00:00:01\n" {
+		t.Fatalf("override not used: %q", buf.String())
+	}
+	// A broken override fails at start with its file name, not at boot.
+	os.WriteFile(filepath.Join(dir, "templates", "boot.ipxe"), []byte("{{ .Nope }}"), 0o644)
+	if _, err := loadBootTemplate(dir); err == nil || !strings.Contains(err.Error(), "boot.ipxe") {
+		t.Fatalf("broken override accepted: %v", err)
+	}
+}
+
+// clusterNode is one node of an in-process test cluster.
+type clusterNode struct {
+	*Node
+	data string
+}
+
+// startCluster starts n nodes on loopback: the first bootstraps, the others
+// join with codes. It returns the nodes and the admin token.
+func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var nodes []*clusterNode
+	ctx := context.Background()
+	var token string
+	for i := 0; i < n; i++ {
+		data := t.TempDir()
+		o := Options{DataDir: data, Name: fmt.Sprintf("node%d", i+1), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Logger: log}
+		if i > 0 {
+			var jc JoinCodeView
+			if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/join-codes", `{"ttl":"10m"}`, &jc); code != http.StatusCreated {
+				t.Fatalf("join code: %d", code)
+			}
+			o.Join = jc.Code
+		}
+		node, err := Start(ctx, o)
+		if err != nil {
+			t.Fatalf("start node %d: %v", i+1, err)
+		}
+		t.Cleanup(func() { node.Close() })
+		nodes = append(nodes, &clusterNode{Node: node, data: data})
+		// Let the cluster settle (the new member caught up) before the next.
+		waitFor(t, "the new member to catch up", func() bool {
+			id, _ := node.cluster.Leader()
+			return id != "" && node.cluster.FSM().AppliedIndex() >= nodes[0].cluster.FSM().AppliedIndex()
+		})
+		if i == 0 {
+			b, _ := os.ReadFile(filepath.Join(data, fileAdmin))
+			token = strings.TrimSpace(string(b))
+		}
+	}
+	return nodes, token
+}
+
+// call makes an API call and decodes a JSON answer into out.
+func call(t *testing.T, n *Node, token, method, path, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if raw, ok := out.(*[]byte); ok {
+			*raw = b
+		} else if resp.StatusCode/100 == 2 {
+			if err := json.Unmarshal(b, out); err != nil {
+				t.Fatalf("%s %s: %v: %s", method, path, err, b)
+			}
+		}
+	}
+	return resp.StatusCode
+}
+
+func upload(t *testing.T, n *Node, token, name, file string, data []byte) store.ImageFile {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, "http://"+n.HTTPAddr()+"/api/v1/images/"+name+"/files/"+file, bytes.NewReader(data))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f store.ImageFile
+	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("upload %s: %d %v", file, resp.StatusCode, err)
+	}
+	return f
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Three nodes: an image imported on one is fetched, verified and served by
+// the others; a corrupted copy is refused and fetched again; every node
+// renders boot scripts from the replicated state.
+func TestImagesSyncAndBootScripts(t *testing.T) {
+	nodes, token := startCluster(t, 3)
+	kernel := bytes.Repeat([]byte("kernel-bytes-"), 100000)
+	initrd := bytes.Repeat([]byte("initrd-bytes-"), 50000)
+
+	// Before any image, a machine is told to wait, not given a broken script.
+	var script []byte
+	call(t, nodes[1].Node, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:00:09", "", &script)
+	if !strings.Contains(string(script), "sleep 30") || !strings.Contains(string(script), "rollcall image import") {
+		t.Fatalf("no-image script:\n%s", script)
+	}
+
+	kf := upload(t, nodes[0].Node, token, "commissioning", "kernel", kernel)
+	inf := upload(t, nodes[0].Node, token, "commissioning", "initrd", initrd)
+	body, _ := json.Marshal(imageRequest{Name: "commissioning", Files: []store.ImageFile{kf, inf}})
+	var answer []byte
+	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
+		t.Fatalf("post image: %d %s", code, answer)
+	}
+	holders := func(n *Node) []string {
+		var im store.Image
+		n.db.View(func(tx *store.Tx) error { im, _ = tx.Image("commissioning"); return nil })
+		return im.Nodes
+	}
+	waitFor(t, "all three nodes to hold the image", func() bool { return len(holders(nodes[0].Node)) == 3 })
+	for _, n := range nodes {
+		var got []byte
+		if code := call(t, n.Node, "", http.MethodGet, "/images/commissioning/kernel", "", &got); code != 200 || !bytes.Equal(got, kernel) {
+			t.Fatalf("%s serves a different kernel (%d, %d bytes)", n.Name(), code, len(got))
+		}
+	}
+
+	// Range and HEAD as RFC 9110 says.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+nodes[2].HTTPAddr()+"/images/commissioning/initrd", nil)
+	req.Header.Set("Range", "bytes=10-19")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(part, initrd[10:20]) || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes 10-19/%d", len(initrd)) {
+		t.Fatalf("range: %d %q %q", resp.StatusCode, part, resp.Header.Get("Content-Range"))
+	}
+	resp, err = http.Head("http://" + nodes[2].HTTPAddr() + "/images/commissioning/initrd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ContentLength != int64(len(initrd)) {
+		t.Fatalf("head: %d length %d", resp.StatusCode, resp.ContentLength)
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-", len(initrd)+5))
+	resp, _ = http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
+		t.Fatalf("unsatisfiable range: %d", resp.StatusCode)
+	}
+
+	// A corrupted copy is refused and the file fetched again from a good
+	// holder: node3 loses its copy; node1, the first holder it asks, has a
+	// rotten one of the same size; node2's is good.
+	sum := sha256.Sum256(kernel)
+	blob := hex.EncodeToString(sum[:])
+	os.WriteFile(nodes[0].blobPath(blob), bytes.Repeat([]byte("x"), len(kernel)), 0o644)
+	os.Remove(nodes[2].blobPath(blob))
+	before := testutil.ToFloat64(nodes[2].imageRefused)
+	waitFor(t, "node3 to fetch the kernel again", func() bool {
+		nodes[2].wakeImageSync()
+		b, err := os.ReadFile(nodes[2].blobPath(blob))
+		return err == nil && bytes.Equal(b, kernel)
+	})
+	if testutil.ToFloat64(nodes[2].imageRefused) <= before {
+		t.Fatal("the rotten copy was not refused (no failed fetch counted)")
+	}
+
+	// Boot scripts on every node follow the machine's state.
+	machine := "m-00000000abcd"
+	if _, err := nodes[0].cluster.Apply(context.Background(), &raftfsm.MachineCreate{ID: machine, MACs: []string{"52:54:00:00:00:0a"}, Now: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(state, action string) {
+		t.Helper()
+		for _, n := range nodes {
+			n.cluster.FSM().WaitApplied(context.Background(), nodes[0].cluster.FSM().AppliedIndex())
+			var s []byte
+			call(t, n.Node, "", http.MethodGet, "/boot/ipxe?mac=52-54-00-00-00-0A", "", &s)
+			got := string(s)
+			ok := map[string]bool{
+				"commission": strings.Contains(got, "rollcall.token=") && strings.Contains(got, "/images/commissioning/kernel") && !strings.Contains(got, "rollcall.poweroff"),
+				"poweroff":   strings.Contains(got, "rollcall.poweroff"),
+				"local":      strings.Contains(got, "\nexit") && !strings.Contains(got, "kernel "),
+			}[action]
+			if !ok {
+				t.Fatalf("%s, state %s: want %s:\n%s", n.Name(), state, action, got)
+			}
+			if action != "local" && !strings.Contains(got, "rollcall.ca=") {
+				t.Fatalf("no CA fingerprint in the agent's arguments:\n%s", got)
+			}
+		}
+	}
+	expect(store.StateNew, "commission")
+	nodes[0].cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: "52:54:00:00:00:0a", MACs: []string{"52:54:00:00:00:0a"}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()})
+	expect(store.StateReady, "poweroff")
+	nodes[0].cluster.Apply(context.Background(), &raftfsm.Recommission{ID: machine, Now: time.Now().UTC()})
+	expect(store.StateNew, "commission")
+
+	// Bad input: a MAC that is not a MAC, unknown images and files.
+	for path, want := range map[string]int{
+		"/boot/ipxe?mac=zz:zz":                     400,
+		"/boot/ipxe":                               400,
+		"/images/commissioning/squashfs":           404,
+		"/images/nope/kernel":                      404,
+		"/images/commissioning/..%2f..%2fstate.db": 404,
+		"/images/%2e%2e/admin.token":               404,
+	} {
+		if code := call(t, nodes[1].Node, "", http.MethodGet, path, "", nil); code != want {
+			t.Errorf("GET %s: %d, want %d", path, code, want)
+		}
+	}
+}
