@@ -1,0 +1,110 @@
+package appliance
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// The machines contract on a three-node cluster: an agent enlists and
+// commissions through one follower, an operator reads, re-commissions and
+// deletes through the others, and every node agrees.
+func TestMachinesOnFollowers(t *testing.T) {
+	nodes, token := startCluster(t, 3)
+	agentTok, err := os.ReadFile(filepath.Join(nodes[0].data, fileAgent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := strings.TrimSpace(string(agentTok))
+	var followers []*Node
+	for _, n := range nodes {
+		if !n.cluster.IsLeader() {
+			followers = append(followers, n.Node)
+		}
+	}
+	if len(followers) != 2 {
+		t.Fatalf("%d followers", len(followers))
+	}
+	f1, f2 := followers[0], followers[1]
+
+	agentCall := func(n *Node, path, body string, out any) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
+		req.Header.Set("X-Rollcall-Token", agent)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if out != nil {
+			json.NewDecoder(resp.Body).Decode(out)
+		}
+		return resp.StatusCode
+	}
+	var en EnlistReply
+	if code := agentCall(f1, "/api/v1/enlist", `{"system_uuid":"6a1e4a2c-3b5d-4e2f-9c1a-0b7d8e9f1a2b","serial":"SRV-001","boot_mac":"02:00:00:00:00:01"}`, &en); code != 200 || en.State != store.StateCommissioning {
+		t.Fatalf("enlist on follower: %d %+v", code, en)
+	}
+	report := `{"version":1,"boot_mac":"02:00:00:00:00:01","system":{"manufacturer":"Dell Inc.","product":"PowerEdge R650","serial":"SRV-001","uuid":"6A1E4A2C-3B5D-4E2F-9C1A-0B7D8E9F1A2B"},
+	  "cpus":[{"socket":0,"model":"Xeon","cores":16,"threads":32}],"nics":[{"name":"eno1","mac":"02:00:00:00:00:01","link":true}],
+	  "bmc":{"driver":"ipmi","address":"192.0.2.10","user":"commissioner","password":"Zq8-not-logged-9"}}`
+	var cr CommissionReply
+	if code := agentCall(f1, "/api/v1/commission", report, &cr); code != 200 || cr.ID != en.ID || cr.State != store.StateReady {
+		t.Fatalf("commission on follower: %d %+v (enlisted %s)", code, cr, en.ID)
+	}
+
+	// Read on the other follower at the write's index.
+	var raw []byte
+	if code := call(t, f2, token, http.MethodGet, fmt.Sprintf("/api/v1/machines/%s?min_index=%d", en.ID, cr.Index), "", &raw); code != 200 {
+		t.Fatalf("show on the other follower: %d %s", code, raw)
+	}
+	if strings.Contains(string(raw), "Zq8-not-logged-9") || strings.Contains(string(raw), "password_sealed") {
+		t.Fatalf("the BMC secret reached an answer: %s", raw)
+	}
+	var d MachineDetail
+	json.Unmarshal(raw, &d)
+	if d.State != store.StateReady || d.BMC == nil || !d.BMC.HasPassword || d.Summary.Cores != 16 || len(d.Events) < 2 {
+		t.Fatalf("detail on follower: %+v", d)
+	}
+
+	// Re-commission through f2, by serial-less name lookup (ID here), then
+	// delete through the leader; every node agrees at each step.
+	var mv MachineView
+	if code := call(t, f2, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &mv); code != 200 || mv.State != store.StateNew {
+		t.Fatalf("recommission on follower: %d %+v", code, mv)
+	}
+	// An illegal transition through a follower: new → new.
+	var bad []byte
+	if code := call(t, f1, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &bad); code != http.StatusConflict || !strings.Contains(string(bad), "allowed from new") {
+		t.Fatalf("illegal transition on follower: %d %s", code, bad)
+	}
+	idx := nodes[0].cluster.FSM().AppliedIndex()
+	for _, n := range nodes {
+		var list MachineList
+		call(t, n.Node, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d&state=new", idx), "", &list)
+		if len(list.Machines) != 1 || list.Machines[0].ID != en.ID {
+			t.Fatalf("%s lists %+v", n.Name(), list.Machines)
+		}
+	}
+	var leader *Node
+	for _, n := range nodes {
+		if n.cluster.IsLeader() {
+			leader = n.Node
+		}
+	}
+	if code := call(t, f1, token, http.MethodDelete, "/api/v1/machines/"+en.ID, "", nil); code != 200 {
+		t.Fatalf("delete on follower: %d", code)
+	}
+	idx = leader.cluster.FSM().AppliedIndex()
+	for _, n := range nodes {
+		if code := call(t, n.Node, token, http.MethodGet, fmt.Sprintf("/api/v1/machines/%s?min_index=%d", en.ID, idx), "", nil); code != 404 {
+			t.Fatalf("%s still shows the deleted machine: %d", n.Name(), code)
+		}
+	}
+}
