@@ -42,6 +42,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseJoinCode -fuzztime 30s ./appliance/pki/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./raftfsm/
 	$(GO) test -run '^$$' -fuzz FuzzCreateMachineBody -fuzztime 30s ./appliance/
+	$(GO) test -run '^$$' -fuzz FuzzCommissionBody -fuzztime 30s ./appliance/
 
 clean:
 	rm -rf bin

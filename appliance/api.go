@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,11 @@ func publicError(err error) *apiError {
 	}
 	code := store.Code(err)
 	if s, ok := status[code]; ok {
-		return &apiError{Status: s, Code: code, Message: err.Error(), cause: err}
+		// The store's messages end with the sentinel (": conflict"); the
+		// code already says it.
+		msg := strings.TrimSuffix(err.Error(), ": "+strings.ReplaceAll(code, "_", " "))
+		msg = strings.TrimSuffix(msg, ": transition not allowed")
+		return &apiError{Status: s, Code: code, Message: msg, cause: err}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error (logged on the node)", cause: err}
 }
@@ -149,7 +154,9 @@ func (n *Node) requireAdmin(c *gin.Context) {
 			}
 		}
 	}
-	tok, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	scheme, tok, ok := strings.Cut(c.GetHeader("Authorization"), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer") // the scheme is case-insensitive (RFC 9110 §11.1)
+	tok = strings.TrimSpace(tok)
 	if !ok || tok == "" {
 		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "admin token required (Authorization: Bearer <token>)"})
 		return
@@ -215,8 +222,10 @@ func decodeBody(c *gin.Context, limit int64, v any) error {
 		switch {
 		case errors.As(err, &se):
 			return badRequest("request body is not valid JSON (at byte %d)", se.Offset)
+		case errors.As(err, &te) && te.Field == "":
+			return badRequest("request body must be a JSON object, not %s", te.Value)
 		case errors.As(err, &te):
-			return badRequest("field %q must be %s, not %s", te.Field, te.Type, te.Value)
+			return badRequest("field %q must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
 		case errors.Is(err, io.EOF):
 			return badRequest("request body is empty; a JSON object is required")
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
@@ -224,7 +233,8 @@ func decodeBody(c *gin.Context, limit int64, v any) error {
 		}
 		return badRequest("request body: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if dec.More() {
+	// More() is false before a stray '}' or ']': ask for one more token.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("request body has data after the JSON object")
 	}
 	return nil
@@ -298,4 +308,24 @@ func (n *Node) getHealth(c *gin.Context) {
 		status = http.StatusServiceUnavailable
 	}
 	c.JSON(status, gin.H{"node": n.opts.Name, "leader": leader, "state": st.State, "applied_index": st.Applied, "ok": ok})
+}
+
+// jsonKind names what a Go type accepts in JSON terms, for messages.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer in range"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another JSON type"
 }

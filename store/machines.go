@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -176,7 +177,11 @@ func (t *Tx) lookup(bucket []byte, value string) []string {
 	p := []byte(value + "\x00")
 	c := t.tx.Bucket(bucket).Cursor()
 	for k, _ := c.Seek(p); k != nil && hasPrefix(k, p); k, _ = c.Next() {
-		ids = append(ids, string(k[len(p):]))
+		// A value with a NUL in it ("S\x00x") sorts under the prefix of
+		// "S": its key's rest is not an ID, skip it.
+		if id := k[len(p):]; bytes.IndexByte(id, 0) < 0 {
+			ids = append(ids, string(id))
+		}
 	}
 	return ids
 }

@@ -212,3 +212,19 @@ func TestWritesNeedTheStateMachine(t *testing.T) {
 		t.Fatalf("write in a read transaction: %v", err)
 	}
 }
+
+// Index keys are value + NUL + ID: a value that itself holds a NUL must not
+// make a lookup of its prefix return a bogus ID.
+func TestLookupIgnoresValuesWithNUL(t *testing.T) {
+	db := open(t)
+	write(t, db, 1, func(tx *Tx) error {
+		return tx.PutMachine(Machine{ID: "m-00000000000a", State: StateNew, Serial: "S1\x00m-00000000000b"})
+	})
+	write(t, db, 2, func(tx *Tx) error { return tx.PutMachine(Machine{ID: "m-00000000000c", State: StateNew, Serial: "S1"}) })
+	db.View(func(tx *Tx) error {
+		if got := tx.MachineIDsBySerial("S1"); len(got) != 1 || got[0] != "m-00000000000c" {
+			t.Fatalf("lookup of S1: %q", got)
+		}
+		return nil
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Summary is what lists and filters need of an inventory, kept on the
@@ -125,6 +127,9 @@ func Validate(r *Report) error {
 	} {
 		if len(f.v) > maxString {
 			add("%s: longer than %d bytes", f.name, maxString)
+		}
+		if strings.IndexFunc(f.v, unicode.IsControl) >= 0 || !utf8.ValidString(f.v) {
+			add("%s: control characters or invalid UTF-8", f.name)
 		}
 	}
 	for i, d := range r.Disks {
