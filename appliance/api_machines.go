@@ -103,7 +103,7 @@ func viewOf(m store.Machine) MachineView {
 type MachineDetail struct {
 	MachineView
 	Inventory json.RawMessage `json:"inventory,omitempty"`
-	Events    []store.Event    `json:"events"`
+	Events    []store.Event   `json:"events"`
 }
 
 func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64) {
