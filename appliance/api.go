@@ -71,8 +71,11 @@ func publicError(err error) *apiError {
 	if s, ok := status[code]; ok {
 		// The store's messages end with the sentinel (": conflict"); the
 		// code already says it.
-		msg := strings.TrimSuffix(err.Error(), ": "+strings.ReplaceAll(code, "_", " "))
-		msg = strings.TrimSuffix(msg, ": transition not allowed")
+		// "…: not found" reads well and stays.
+		msg := err.Error()
+		for _, s := range []string{": conflict", ": invalid", ": forbidden", ": transition not allowed"} {
+			msg = strings.TrimSuffix(msg, s)
+		}
 		return &apiError{Status: s, Code: code, Message: msg, cause: err}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error (logged on the node)", cause: err}

@@ -153,6 +153,7 @@ func (n *Node) postCommission(c *gin.Context) {
 		return
 	}
 	n.log.Info("machine commissioned", "machine", m.ID, "key", cmd.Identity.Key, "index", idx)
+	go n.queueDetect(n.background(), m.ID)
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
 	c.JSON(http.StatusOK, CommissionReply{ID: m.ID, State: m.State, Index: idx})
 }

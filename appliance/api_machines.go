@@ -244,12 +244,6 @@ func (n *Node) postRecommission(c *gin.Context) {
 		n.fail(c, badRequest("now must be 1 or 0"))
 		return
 	}
-	if now == "1" || now == "true" {
-		// Needs power and boot-device control through the BMC (power/),
-		// which is not built yet: refuse rather than pretend.
-		n.fail(c, &apiError{Status: http.StatusNotImplemented, Code: "not_implemented", Message: "recommission ?now=1 needs BMC power control, which this version does not have yet; recommission without now and power-cycle the machine"})
-		return
-	}
 	var m store.Machine
 	if err := n.db.View(func(tx *store.Tx) error {
 		var err error
@@ -257,6 +251,10 @@ func (n *Node) postRecommission(c *gin.Context) {
 		return err
 	}); err != nil {
 		n.fail(c, err)
+		return
+	}
+	if now == "1" || now == "true" {
+		n.recommissionNow(c, m)
 		return
 	}
 	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.Recommission{ID: m.ID, Now: time.Now().UTC()})

@@ -43,6 +43,10 @@ Machines:
   rollcall show ID|NAME [-json]
   rollcall events ID|NAME [-json]
   rollcall recommission ID|NAME [-now]
+  rollcall power ID status|on|off|soft|cycle|reset
+  rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]
+  rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]
+  rollcall bmc drivers
   rollcall add [-name NAME] [-mac MAC]
   rollcall delete ID|NAME
 
@@ -98,6 +102,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdEvents(rest, stdout)
 	case "image":
 		err = cmdImage(rest, stdout)
+	case "power":
+		err = cmdPower(rest, stdout)
+	case "bootdev":
+		err = cmdBootdev(rest, stdout)
+	case "bmc":
+		err = cmdBMC(rest, stdinReader, stdout)
 	case "export":
 		err = cmdExport(rest, stdout, stderr)
 	case "fabric", "vlan", "subnet", "range", "ip":
@@ -594,6 +604,13 @@ func cmdRecommission(args []string, stdout io.Writer) error {
 	path := "/api/v1/machines/" + url.PathEscape(ref) + "/recommission"
 	if *now {
 		path += "?now=1"
+	}
+	if *now {
+		var j store.Job
+		if err := c.do(http.MethodPost, path, nil, &j); err != nil {
+			return err
+		}
+		return printJob(stdout, j)
 	}
 	var m MachineView
 	if err := c.do(http.MethodPost, path, nil, &m); err != nil {

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"text/template"
 	"time"
@@ -24,6 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/power"
+	"github.com/rollcall/rollcall/power/builtin"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
@@ -82,6 +85,10 @@ type Node struct {
 	api     http.Handler
 	conf    FileConfig
 
+	power        *power.Registry
+	bgOnce       sync.Once
+	bg           context.Context
+	jobWake      chan struct{}
 	bootTmpl     *template.Template
 	imageSync    chan struct{}
 	bootRefused  prometheus.Counter
@@ -133,7 +140,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), imageSync: make(chan struct{}, 1)}
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), imageSync: make(chan struct{}, 1),
+		jobWake: make(chan struct{}, 1), power: builtin.NewRegistry()}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -230,6 +238,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}
 	go n.syncImages(context.WithoutCancel(ctx))
+	go n.runJobs(n.background())
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true
 	return n, nil
@@ -472,6 +481,16 @@ func (n *Node) refreshNodeRecord(ctx context.Context) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// background is a context that ends when the node closes.
+func (n *Node) background() context.Context {
+	n.bgOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		n.bg = ctx
+		go func() { <-n.closing; cancel() }()
+	})
+	return n.bg
 }
 
 // HTTPAddr is the address the API listens on.

@@ -38,7 +38,7 @@ type route struct {
 }
 
 func (n *Node) routes() []route {
-	return slices.Concat(n.coreRoutes(), n.bootRoutes(), n.networkRoutes())
+	return slices.Concat(n.coreRoutes(), n.bootRoutes(), n.powerRoutes(), n.networkRoutes())
 }
 
 func (n *Node) coreRoutes() []route {
@@ -75,5 +75,15 @@ func (n *Node) bootRoutes() []route {
 		{"GET", "/api/v1/images/:name", authAdmin, "one image", nil, n.getImage},
 		{"DELETE", "/api/v1/images/:name", authAdmin, "forget an image", nil, n.deleteImage},
 		{"PUT", "/api/v1/images/:name/files/:file", authAdmin, "upload one file of an image (raw body)", nil, n.putImageFile},
+	}
+}
+
+func (n *Node) powerRoutes() []route {
+	return []route{
+		{"POST", "/api/v1/machines/:id/power", authAdmin, "power action through the BMC: on, off, soft, cycle, reset, status", powerRequest{}, n.postPower},
+		{"POST", "/api/v1/machines/:id/bootdev", authAdmin, "set the boot device: pxe, disk, cdrom, bios, none (persistent, uefi)", bootdevRequest{}, n.postBootdev},
+		{"PUT", "/api/v1/machines/:id/bmc", authAdmin, "set the BMC (driver, address, user, password, settings); verify or probe it", bmcRequest{}, n.putBMC},
+		{"GET", "/api/v1/machines/:id/jobs", authAdmin, "a machine's BMC jobs, newest first", nil, n.getJobs},
+		{"GET", "/api/v1/bmc/drivers", authAdmin, "the BMC drivers this appliance knows", nil, n.getBMCDrivers},
 	}
 }

@@ -56,6 +56,11 @@ const (
 	TypeImagePut    Type = 80
 	TypeImageDelete Type = 81
 	TypeImageHave   Type = 82
+
+	TypeJobEnqueue Type = 90
+	TypeJobStart   Type = 91
+	TypeJobFinish  Type = 92
+	TypeBMCSet     Type = 93
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -92,7 +97,7 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands())
 }
 
 // Encode turns a command into the bytes of a log entry.

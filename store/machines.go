@@ -36,7 +36,7 @@ var (
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
 		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
 		bucketChanges, bucketLeases, bucketLeaseByMAC, bucketLeaseBlocks, bucketSeen,
-		bucketImages,
+		bucketImages, bucketJobs,
 	}
 )
 
@@ -309,16 +309,22 @@ type indexEntry struct {
 // PasswordSealed is AES-256-GCM under the cluster master key; no API answer
 // carries it.
 type BMC struct {
-	Driver         string            `json:"driver,omitempty"`
-	Address        string            `json:"address,omitempty"`
-	MAC            string            `json:"mac,omitempty"`
-	User           string            `json:"user,omitempty"`
-	PasswordSealed []byte            `json:"password_sealed,omitempty"`
-	PasswordAAD    string            `json:"password_aad,omitempty"` // what the seal is bound to
-	Source         string            `json:"source,omitempty"`
-	Settings       map[string]string `json:"settings,omitempty"`
-	Errors         []string          `json:"errors,omitempty"`
-	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+	Driver         string `json:"driver,omitempty"`
+	Address        string `json:"address,omitempty"`
+	MAC            string `json:"mac,omitempty"`
+	User           string `json:"user,omitempty"`
+	PasswordSealed []byte `json:"password_sealed,omitempty"`
+	PasswordAAD    string `json:"password_aad,omitempty"` // what the seal is bound to
+	// CertSHA256 pins an HTTPS BMC's certificate: no credentials go to a
+	// BMC presenting another one.
+	CertSHA256 string `json:"cert_sha256,omitempty"`
+	// Operator is set when an operator chose the driver and address: they
+	// are never changed automatically (Redfish detection) after that.
+	Operator  bool              `json:"operator,omitempty"`
+	Source    string            `json:"source,omitempty"`
+	Settings  map[string]string `json:"settings,omitempty"`
+	Errors    []string          `json:"errors,omitempty"`
+	UpdatedAt time.Time         `json:"updated_at,omitzero"`
 }
 
 // MachineIDsByKey returns the machines recognised by this identity key.

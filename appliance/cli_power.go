@@ -1,0 +1,148 @@
+package appliance
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// cmdPower is `rollcall power ID status|on|off|soft|cycle|reset`.
+func cmdPower(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("power", flag.ContinueOnError)
+	c, err := newClient(fs, flagsFirst(args))
+	if err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return errors.New("usage: rollcall power ID status|on|off|soft|cycle|reset")
+	}
+	var j store.Job
+	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/power", powerRequest{Action: fs.Arg(1)}, &j); err != nil {
+		return err
+	}
+	return printJob(stdout, j)
+}
+
+// cmdBootdev is `rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]`.
+func cmdBootdev(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bootdev", flag.ContinueOnError)
+	persistent := fs.Bool("persistent", false, "keep the device for every boot, not just the next")
+	uefi := fs.Bool("uefi", false, "boot in UEFI mode")
+	c, err := newClient(fs, flagsFirst(args))
+	if err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return errors.New("usage: rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]")
+	}
+	var j store.Job
+	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/bootdev", bootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}, &j); err != nil {
+		return err
+	}
+	return printJob(stdout, j)
+}
+
+func printJob(w io.Writer, j store.Job) error {
+	if !j.Done {
+		fmt.Fprintf(w, "%s %s %s: still running (job %s)\n", j.Machine, j.Kind, j.Arg, j.ID)
+		return nil
+	}
+	res := j.Result
+	if res == "" {
+		res = "ok"
+	}
+	fmt.Fprintf(w, "%s %s %s: %s (on %s)\n", j.Machine, j.Kind, j.Arg, res, j.StartedBy)
+	return nil
+}
+
+type keyValues map[string]string
+
+func (kv keyValues) String() string { return fmt.Sprint(map[string]string(kv)) }
+func (kv keyValues) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	kv[k] = v
+	return nil
+}
+
+// cmdBMC is `rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]`
+// and `rollcall bmc drivers`.
+func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bmc", flag.ContinueOnError)
+	if len(args) > 0 && args[0] == "drivers" {
+		c, err := newClient(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		var v struct {
+			Drivers []struct{ Name, Description string } `json:"drivers"`
+		}
+		if err := c.do(http.MethodGet, "/api/v1/bmc/drivers", nil, &v); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, d := range v.Drivers {
+			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Description)
+		}
+		return tw.Flush()
+	}
+	var req bmcRequest
+	settings := keyValues{}
+	fs.StringVar(&req.Driver, "driver", "", "driver (rollcall bmc drivers lists them)")
+	fs.StringVar(&req.Address, "address", "", "BMC address (host or host:port)")
+	fs.StringVar(&req.User, "user", "", "BMC user")
+	password := fs.String("password", "", "'-' reads the password from standard input (never give it on the command line)")
+	fs.Var(settings, "set", "driver setting key=value (repeatable)")
+	fs.BoolVar(&req.Verify, "verify", false, "log in once to check the credentials")
+	fs.BoolVar(&req.Probe, "probe", false, "ask the BMC for vendor, model, firmware and Redfish support")
+	c, err := newClient(fs, flagsFirstWith(args, "driver", "address", "user", "password", "set", "data"))
+	if err != nil {
+		return err
+	}
+	ref, err := oneArg(fs, "rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe] | rollcall bmc drivers")
+	if err != nil {
+		return err
+	}
+	switch *password {
+	case "":
+	case "-":
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if err != nil && err != io.EOF {
+			return err
+		}
+		req.Password = strings.TrimRight(line, "\r\n")
+		if req.Password == "" {
+			return errors.New("-password -: standard input was empty")
+		}
+	default:
+		return errors.New("-password takes '-' and reads standard input, so the password never shows in the process list")
+	}
+	if len(settings) > 0 {
+		req.Settings = settings
+	}
+	var raw json.RawMessage
+	if err := c.do(http.MethodPut, "/api/v1/machines/"+url.PathEscape(ref)+"/bmc", req, &raw); err != nil {
+		return err
+	}
+	if req.Verify || req.Probe {
+		var j store.Job
+		json.Unmarshal(raw, &j)
+		return printJob(stdout, j)
+	}
+	fmt.Fprintf(stdout, "%s: BMC set (%s %s)\n", ref, req.Driver, req.Address)
+	return nil
+}
+
+var stdinReader io.Reader = os.Stdin
