@@ -431,7 +431,7 @@ func TestBadInput(t *testing.T) {
 		},
 		"recommission now": {
 			"POST", "/api/v1/machines/" + fresh.ID + "/recommission?now=1", nil, bearer(admin),
-			501, "not_implemented", nil,
+			409, "no_power_control", nil,
 		},
 		"recommission bad now": {
 			"POST", "/api/v1/machines/" + fresh.ID + "/recommission?now=soon", nil, bearer(admin),

@@ -129,19 +129,30 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 	return nodes, token
 }
 
-// call makes an API call and decodes a JSON answer into out.
+// call makes an API call and decodes a JSON answer into out. Like any
+// client, it retries (for a while) a write refused with "no leader; retry",
+// which is always safe: nothing was applied.
 func call(t *testing.T, n *Node, token, method, path, body string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	var resp *http.Response
+	var b []byte
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		req, _ := http.NewRequest(method, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		var err error
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"no_leader"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	if out != nil {
 		if raw, ok := out.(*[]byte); ok {
 			*raw = b

@@ -140,6 +140,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.Join, "join", "", "join code from `rollcall cluster join-code` (first start only)")
 	fs.StringVar(&o.HTTPSAddr, "https", "", "HTTPS API listen address, with a certificate from the cluster CA (off when empty)")
 	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (default DATA/rollcall.json when present)")
+	fs.BoolVar(&o.RedfishDetect, "bmc-detect", true, "after commissioning, ask IPMI BMCs whether they speak Redfish")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -233,20 +234,44 @@ func (c *client) do(method, path string, in, out any) error {
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		return err
+	var payload []byte
+	if body != nil {
+		payload, _ = io.ReadAll(body)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	// "no leader; retry" means nothing was applied: retry through an
+	// election (a few seconds), then give up with the API's message.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		req, err := http.NewRequest(method, c.base+path, bytes.NewReader(payload))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("cannot reach %s: %w", c.base, err)
+		}
+		err = decodeReply(resp, out)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !errors.Is(err, errNoLeaderReply) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	return decodeReply(resp, out)
+}
+
+// errNoLeaderReply marks an answer whose code is no_leader.
+var errNoLeaderReply = errors.New("no leader")
+
+// replyError is the API's message, classifiable by its code.
+type replyError struct{ code, msg string }
+
+func (e *replyError) Error() string { return e.msg }
+
+func (e *replyError) Is(target error) bool {
+	return target == errNoLeaderReply && e.code == "no_leader"
 }
 
 // decodeReply turns a non-2xx answer into an error carrying the API's
@@ -261,7 +286,7 @@ func decodeReply(resp *http.Response, out any) error {
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return errors.New(e.Error.Message)
+			return &replyError{code: e.Error.Code, msg: e.Error.Message}
 		}
 		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}

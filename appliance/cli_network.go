@@ -1,11 +1,591 @@
 package appliance
 
 import (
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math/big"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rollcall/rollcall/store"
 )
 
-// cmdNetwork runs the fabric, vlan, subnet, range and ip commands (being written).
+// The fabric, vlan, subnet, range and ip commands: one verb each, flags
+// before or after the positional arguments, -json on every list and show.
+
+var netUsage = map[string]string{
+	"fabric": "rollcall fabric add NAME [-kind ethernet|infiniband] | list | show NAME | rm NAME",
+	"vlan":   "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF] [-mtu N] | list | show FABRIC VID | rm FABRIC VID",
+	"subnet": "rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] [-name N] | list | show CIDR | rm CIDR [-force]",
+	"range":  "rollcall range add CIDR dynamic|reserved|static FIRST LAST | list [-subnet CIDR] | rm FIRST",
+	"ip":     "rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR",
+}
+
+// cmdNetwork runs the fabric, vlan, subnet, range and ip commands.
 func cmdNetwork(noun string, args []string, stdout io.Writer) error {
-	return fmt.Errorf("%s: not implemented yet", noun)
+	if len(args) == 0 {
+		return errors.New("usage: " + netUsage[noun])
+	}
+	verb, rest := args[0], args[1:]
+	type handler func(rest []string, stdout io.Writer) error
+	verbs := map[string]map[string]handler{
+		"fabric": {"add": fabricAdd, "list": fabricList, "show": fabricShow, "rm": fabricRm},
+		"vlan":   {"add": vlanAdd, "list": vlanList, "show": vlanShow, "rm": vlanRm},
+		"subnet": {"add": subnetAdd, "list": subnetList, "show": subnetShow, "rm": subnetRm},
+		"range":  {"add": rangeAdd, "list": rangeList, "rm": rangeRm},
+		"ip":     {"list": ipList, "reserve": ipReserve, "release": ipRelease},
+	}[noun]
+	h, ok := verbs[verb]
+	if !ok {
+		return fmt.Errorf("unknown %s command %q; usage: %s", noun, verb, netUsage[noun])
+	}
+	return h(rest, stdout)
+}
+
+// netFlags is one network command's flag set, parsed with the flags moved
+// before the positional arguments.
+type netFlags struct {
+	*flag.FlagSet
+	usage string
+}
+
+func newNetFlags(name, usage string) netFlags {
+	return netFlags{flag.NewFlagSet(name, flag.ContinueOnError), usage}
+}
+
+// client parses args and checks the number of positional arguments.
+func (fs netFlags) client(args []string, nargs int) (*client, error) {
+	c, err := newClient(fs.FlagSet, flagsFirstIn(fs.FlagSet, args))
+	if err != nil {
+		return nil, err
+	}
+	if fs.NArg() != nargs {
+		return nil, errors.New("usage: " + fs.usage)
+	}
+	return c, nil
+}
+
+// flagsFirstIn is flagsFirst for a flag set whose flags are defined: it
+// knows from fs which flags take a value (and that newClient's -data does),
+// so `vlan add hall-a 0 -node n1 -iface eth0` keeps n1 with -node. A
+// negative number is an argument, not a flag; "--" ends the flags.
+func flagsFirstIn(fs *flag.FlagSet, args []string) []string {
+	takesValue := func(name string) bool {
+		if name == "data" {
+			return true
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			return false
+		}
+		b, ok := f.Value.(interface{ IsBoolFlag() bool })
+		return !ok || !b.IsBoolFlag()
+	}
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if _, err := strconv.Atoi(a); err == nil || !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && takesValue(name) && i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(append(flags, "--"), rest...)
+}
+
+// listFlag collects a repeated flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// show fetches path and prints it as JSON or with print.
+func show[T any](c *client, path string, asJSON bool, stdout io.Writer, print func(io.Writer, T)) error {
+	var raw json.RawMessage
+	if err := c.do(http.MethodGet, path, nil, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, raw)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	print(stdout, v)
+	return nil
+}
+
+func subnetPath(cidr string) (string, error) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a CIDR such as 10.50.0.0/24", cidr)
+	}
+	return "/api/v1/subnets/" + url.PathEscape(p.Addr().String()) + "/" + strconv.Itoa(p.Bits()), nil
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func printRows(w io.Writer, rows [][2]string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	tw.Flush()
+}
+
+func addrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return dash(strings.Join(s, ", "))
+}
+
+func addrOrDash(a netip.Addr) string {
+	if !a.IsValid() {
+		return "-"
+	}
+	return a.String()
+}
+
+// ---- fabric
+
+func fabricAdd(args []string, stdout io.Writer) error {
+	fs := newNetFlags("fabric add", "rollcall fabric add NAME [-kind ethernet|infiniband]")
+	kind := fs.String("kind", store.FabricEthernet, "ethernet or infiniband")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	var f FabricDetail
+	if err := c.do(http.MethodPost, "/api/v1/fabrics", fabricRequest{Name: fs.Arg(0), Kind: *kind}, &f); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fabric %s (%s) added\n", f.Name, f.Kind)
+	return nil
+}
+
+func fabricList(args []string, stdout io.Writer) error {
+	fs := newNetFlags("fabric list", "rollcall fabric list [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 0)
+	if err != nil {
+		return err
+	}
+	return show(c, "/api/v1/fabrics", *asJSON, stdout, func(w io.Writer, l FabricList) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tKIND\tCREATED")
+		for _, f := range l.Fabrics {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, stamp(f.Created))
+		}
+		tw.Flush()
+	})
+}
+
+func fabricShow(args []string, stdout io.Writer) error {
+	fs := newNetFlags("fabric show", "rollcall fabric show NAME [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	return show(c, "/api/v1/fabrics/"+url.PathEscape(fs.Arg(0)), *asJSON, stdout, func(w io.Writer, f FabricDetail) {
+		printRows(w, [][2]string{{"Name", f.Name}, {"Kind", f.Kind}, {"Created", stamp(f.Created)}})
+		if len(f.VLANs) > 0 {
+			fmt.Fprintln(w, "\nVLANs:")
+			printVLANs(w, f.VLANs)
+		}
+	})
+}
+
+func fabricRm(args []string, stdout io.Writer) error {
+	fs := newNetFlags("fabric rm", "rollcall fabric rm NAME")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	if err := c.do(http.MethodDelete, "/api/v1/fabrics/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fabric %s removed\n", fs.Arg(0))
+	return nil
+}
+
+// ---- vlan
+
+func vlanAdd(args []string, stdout io.Writer) error {
+	fs := newNetFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF]… [-mtu N]")
+	dhcp := fs.Bool("dhcp", false, "serve DHCP and PXE on this VLAN")
+	proxy := fs.Bool("proxy-dhcp", false, "serve proxy DHCP (PXE only) beside another DHCP server")
+	var nodes, ifaces listFlag
+	fs.Var(&nodes, "node", "appliance node that serves DHCP here (repeat with -iface)")
+	fs.Var(&ifaces, "iface", "the node's interface on this VLAN")
+	mtu := fs.Int("mtu", 0, "MTU (0: the default)")
+	c, err := fs.client(args, 2)
+	if err != nil {
+		return err
+	}
+	req := vlanRequest{Fabric: fs.Arg(0), MTU: *mtu, DHCP: store.DHCPOff}
+	vid, err := strconv.Atoi(fs.Arg(1))
+	if err != nil {
+		return fmt.Errorf("VID %q is not a number in 0–4094", fs.Arg(1))
+	}
+	req.VID = &vid
+	if req.DHCP, req.Servers, err = dhcpFlags(*dhcp, *proxy, nodes, ifaces); err != nil {
+		return err
+	}
+	var v VLANDetail
+	if err := c.do(http.MethodPost, "/api/v1/vlans", req, &v); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "VLAN %d added to fabric %s (DHCP %s)\n", v.VID, v.Fabric, v.DHCP)
+	return nil
+}
+
+func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []store.VLANServer, error) {
+	mode := store.DHCPOff
+	switch {
+	case dhcp && proxy:
+		return "", nil, errors.New("-dhcp and -proxy-dhcp exclude each other")
+	case dhcp:
+		mode = store.DHCPFull
+	case proxy:
+		mode = store.DHCPProxy
+	}
+	if len(nodes) != len(ifaces) {
+		return "", nil, fmt.Errorf("each -node needs its -iface (%d nodes, %d interfaces)", len(nodes), len(ifaces))
+	}
+	var servers []store.VLANServer
+	for i := range nodes {
+		servers = append(servers, store.VLANServer{Node: nodes[i], Iface: ifaces[i]})
+	}
+	return mode, servers, nil
+}
+
+func printVLANs(w io.Writer, vs []store.VLAN) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FABRIC\tVID\tMTU\tDHCP\tSERVED BY")
+	for _, v := range vs {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", v.Fabric, v.VID, mtuOf(v.MTU), v.DHCP, servers(v.Servers))
+	}
+	tw.Flush()
+}
+
+func mtuOf(m int) string {
+	if m == 0 {
+		return "default"
+	}
+	return strconv.Itoa(m)
+}
+
+func servers(ss []store.VLANServer) string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Node+" ("+s.Iface+")")
+	}
+	return dash(strings.Join(out, ", "))
+}
+
+func vlanPath(fabric, vid string) string {
+	return "/api/v1/vlans/" + url.PathEscape(fabric) + "/" + url.PathEscape(vid)
+}
+
+func vlanList(args []string, stdout io.Writer) error {
+	fs := newNetFlags("vlan list", "rollcall vlan list [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 0)
+	if err != nil {
+		return err
+	}
+	return show(c, "/api/v1/vlans", *asJSON, stdout, func(w io.Writer, l VLANList) { printVLANs(w, l.VLANs) })
+}
+
+func vlanShow(args []string, stdout io.Writer) error {
+	fs := newNetFlags("vlan show", "rollcall vlan show FABRIC VID [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 2)
+	if err != nil {
+		return err
+	}
+	return show(c, vlanPath(fs.Arg(0), fs.Arg(1)), *asJSON, stdout, func(w io.Writer, v VLANDetail) {
+		printRows(w, [][2]string{
+			{"Fabric", v.Fabric}, {"VID", strconv.Itoa(v.VID)}, {"MTU", mtuOf(v.MTU)}, {"DHCP", v.DHCP},
+			{"Served by", servers(v.Servers)}, {"Created", stamp(v.Created)},
+		})
+		if len(v.Subnets) > 0 {
+			fmt.Fprintln(w, "\nSubnets:")
+			views := make([]SubnetView, len(v.Subnets))
+			for i, s := range v.Subnets {
+				views[i] = SubnetView{Subnet: s, Used: -1}
+			}
+			printSubnets(w, views)
+		}
+	})
+}
+
+func vlanRm(args []string, stdout io.Writer) error {
+	fs := newNetFlags("vlan rm", "rollcall vlan rm FABRIC VID")
+	c, err := fs.client(args, 2)
+	if err != nil {
+		return err
+	}
+	if err := c.do(http.MethodDelete, vlanPath(fs.Arg(0), fs.Arg(1)), nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "VLAN %s removed from fabric %s\n", fs.Arg(1), fs.Arg(0))
+	return nil
+}
+
+// ---- subnet
+
+func subnetAdd(args []string, stdout io.Writer) error {
+	fs := newNetFlags("subnet add", "rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] [-name N]")
+	fabric := fs.String("fabric", "", "fabric the subnet is on")
+	vid := fs.String("vid", "", "VID of its VLAN (0: untagged)")
+	purpose := fs.String("purpose", "", "one of "+strings.Join(store.Purposes, ", "))
+	gateway := fs.String("gateway", "", "default gateway")
+	dns := fs.String("dns", "", "DNS servers, comma-separated")
+	domain := fs.String("domain", "", "DNS domain")
+	name := fs.String("name", "", "a short name for the subnet")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	req := subnetRequest{CIDR: fs.Arg(0), Name: *name, Fabric: *fabric, Purpose: *purpose, Gateway: *gateway, Domain: *domain}
+	if *fabric == "" || *vid == "" || *purpose == "" {
+		return errors.New("-fabric, -vid and -purpose are required; usage: " + fs.usage)
+	}
+	v, err := strconv.Atoi(*vid)
+	if err != nil {
+		return fmt.Errorf("-vid %q is not a number in 0–4094", *vid)
+	}
+	req.VID = &v
+	for _, d := range strings.Split(*dns, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			req.DNS = append(req.DNS, d)
+		}
+	}
+	var s SubnetDetail
+	if err := c.do(http.MethodPost, "/api/v1/subnets", req, &s); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "subnet %s added to fabric %s, VLAN %d", s.CIDR, s.Fabric, s.VID)
+	if s.Used > 0 {
+		fmt.Fprintf(stdout, " (%d addresses machines already had adopted)", s.Used)
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+func printSubnets(w io.Writer, ss []SubnetView) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CIDR\tNAME\tFABRIC\tVID\tPURPOSE\tGATEWAY\tDNS\tDOMAIN\tUSED")
+	for _, s := range ss {
+		used := strconv.Itoa(s.Used)
+		if s.Used < 0 {
+			used = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.CIDR, dash(s.Name), s.Fabric, s.VID, s.Purpose,
+			addrOrDash(s.Gateway), addrs(s.DNS), dash(s.Domain), used)
+	}
+	tw.Flush()
+}
+
+func subnetList(args []string, stdout io.Writer) error {
+	fs := newNetFlags("subnet list", "rollcall subnet list [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 0)
+	if err != nil {
+		return err
+	}
+	return show(c, "/api/v1/subnets", *asJSON, stdout, func(w io.Writer, l SubnetList) { printSubnets(w, l.Subnets) })
+}
+
+func subnetShow(args []string, stdout io.Writer) error {
+	fs := newNetFlags("subnet show", "rollcall subnet show CIDR [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	path, err := subnetPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	return show(c, path, *asJSON, stdout, func(w io.Writer, s SubnetDetail) {
+		printRows(w, [][2]string{
+			{"CIDR", s.CIDR.String()}, {"Name", dash(s.Name)}, {"Fabric", s.Fabric}, {"VID", strconv.Itoa(s.VID)},
+			{"Purpose", s.Purpose}, {"Gateway", addrOrDash(s.Gateway)}, {"DNS", addrs(s.DNS)}, {"Domain", dash(s.Domain)},
+			{"Used", strconv.Itoa(s.Used)}, {"Created", stamp(s.Created)},
+		})
+		if len(s.Ranges) > 0 {
+			fmt.Fprintln(w, "\nRanges:")
+			printRanges(w, s.Ranges)
+		}
+	})
+}
+
+func subnetRm(args []string, stdout io.Writer) error {
+	fs := newNetFlags("subnet rm", "rollcall subnet rm CIDR [-force]")
+	force := fs.Bool("force", false, "also release the addresses still used in it")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	path, err := subnetPath(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *force {
+		path += "?force=1"
+	}
+	if err := c.do(http.MethodDelete, path, nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "subnet %s removed\n", fs.Arg(0))
+	return nil
+}
+
+// ---- range
+
+func rangeAdd(args []string, stdout io.Writer) error {
+	fs := newNetFlags("range add", "rollcall range add CIDR dynamic|reserved|static FIRST LAST [-comment TEXT]")
+	comment := fs.String("comment", "", "what the range is for")
+	c, err := fs.client(args, 4)
+	if err != nil {
+		return err
+	}
+	req := rangeRequest{Subnet: fs.Arg(0), Kind: fs.Arg(1), First: fs.Arg(2), Last: fs.Arg(3), Comment: *comment}
+	var r store.Range
+	if err := c.do(http.MethodPost, "/api/v1/ranges", req, &r); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s range %s–%s added to %s\n", r.Kind, r.First, r.Last, r.Subnet)
+	return nil
+}
+
+// rangeSize is the number of addresses in r, as text (IPv6 ranges can be
+// larger than any integer type).
+func rangeSize(r store.Range) string {
+	if !r.First.IsValid() || !r.Last.IsValid() {
+		return "-"
+	}
+	f, l := r.First.As16(), r.Last.As16()
+	n := new(big.Int).Sub(new(big.Int).SetBytes(l[:]), new(big.Int).SetBytes(f[:]))
+	return n.Add(n, big.NewInt(1)).String()
+}
+
+func printRanges(w io.Writer, rs []store.Range) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUBNET\tKIND\tFIRST\tLAST\tSIZE\tCOMMENT")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Subnet, r.Kind, r.First, r.Last, rangeSize(r), dash(r.Comment))
+	}
+	tw.Flush()
+}
+
+func rangeList(args []string, stdout io.Writer) error {
+	fs := newNetFlags("range list", "rollcall range list [-subnet CIDR] [-json]")
+	subnet := fs.String("subnet", "", "only this subnet's ranges")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 0)
+	if err != nil {
+		return err
+	}
+	path := "/api/v1/ranges"
+	if *subnet != "" {
+		path += "?subnet=" + url.QueryEscape(*subnet)
+	}
+	return show(c, path, *asJSON, stdout, func(w io.Writer, l RangeList) { printRanges(w, l.Ranges) })
+}
+
+func rangeRm(args []string, stdout io.Writer) error {
+	fs := newNetFlags("range rm", "rollcall range rm FIRST")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Deleted string `json:"deleted"`
+	}
+	if err := c.do(http.MethodDelete, "/api/v1/ranges/"+url.PathEscape(fs.Arg(0)), nil, &out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s removed\n", out.Deleted)
+	return nil
+}
+
+// ---- ip
+
+func ipList(args []string, stdout io.Writer) error {
+	fs := newNetFlags("ip list", "rollcall ip list [-subnet CIDR] [-json]")
+	subnet := fs.String("subnet", "", "only addresses in this subnet")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 0)
+	if err != nil {
+		return err
+	}
+	path := "/api/v1/ips"
+	if *subnet != "" {
+		path += "?subnet=" + url.QueryEscape(*subnet)
+	}
+	return show(c, path, *asJSON, stdout, func(w io.Writer, l AddressList) {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "IP\tSUBNET\tHOW\tMACHINE\tINTERFACE\tNAME\tCREATED")
+		for _, a := range l.Addresses {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.IP, a.Subnet, a.How, dash(a.Machine), dash(a.Interface), dash(a.Name), stamp(a.Created))
+		}
+		tw.Flush()
+	})
+}
+
+func ipReserve(args []string, stdout io.Writer) error {
+	fs := newNetFlags("ip reserve", "rollcall ip reserve ADDR -name N")
+	name := fs.String("name", "", "what holds the address (switch-1, pdu-a)")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	var a store.Address
+	if err := c.do(http.MethodPost, "/api/v1/ips/reserve", reserveRequest{IP: fs.Arg(0), Name: *name}, &a); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s reserved for %s in %s\n", a.IP, a.Name, a.Subnet)
+	return nil
+}
+
+func ipRelease(args []string, stdout io.Writer) error {
+	fs := newNetFlags("ip release", "rollcall ip release ADDR")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	if err := c.do(http.MethodDelete, "/api/v1/ips/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s released\n", fs.Arg(0))
+	return nil
 }

@@ -35,6 +35,8 @@ type FileConfig struct {
 	// TLSNames are extra names and addresses for the node's HTTPS
 	// certificate.
 	TLSNames []string `json:"tls_names,omitempty"`
+	// PostgresExport runs the continuous PostgreSQL mirror on the leader.
+	PostgresExport *PostgresExportConfig `json:"postgres_export,omitempty"`
 }
 
 // BMCHint is one entry of bmc_hints.
@@ -100,6 +102,11 @@ func (c *FileConfig) check() error {
 		hints[norm] = h
 	}
 	c.BMCHints = hints
+	if c.PostgresExport != nil {
+		if err := c.PostgresExport.check(); err != nil {
+			return err
+		}
+	}
 	for _, n := range c.TLSNames {
 		if n == "" || strings.ContainsAny(n, " /") {
 			return fmt.Errorf("tls_names: %q is not a host name or address", n)

@@ -41,6 +41,10 @@ type Options struct {
 	Join          string // a join code, for the first start of a new member
 	HTTPSAddr     string // HTTPS API with a certificate from the cluster CA; "" for none
 	ConfigFile    string // default DATA/rollcall.json (optional there)
+	// RedfishDetect asks each commissioned machine's IPMI BMC whether it
+	// speaks Redfish. `rollcall serve` turns it on; in-process nodes (tests,
+	// labs) leave it off so they never reach out to BMC addresses they made up.
+	RedfishDetect bool
 
 	Logger *slog.Logger
 	// Raft tuning for tests; zero keeps raftfsm's defaults.
@@ -86,6 +90,7 @@ type Node struct {
 	conf    FileConfig
 
 	power        *power.Registry
+	export       atomic.Pointer[exportRunner]
 	bgOnce       sync.Once
 	bg           context.Context
 	jobWake      chan struct{}
@@ -239,6 +244,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	go n.syncImages(context.WithoutCancel(ctx))
 	go n.runJobs(n.background())
+	if n.conf.PostgresExport != nil {
+		go n.runExportMirror(n.background(), n.conf.PostgresExport)
+	}
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true
 	return n, nil

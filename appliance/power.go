@@ -475,6 +475,9 @@ func (n *Node) recommissionNow(c *gin.Context, m store.Machine) {
 // queueDetect asks, after commissioning, whether an IPMI BMC speaks Redfish
 // with the same account (best effort: a failure only leaves ipmi in place).
 func (n *Node) queueDetect(ctx context.Context, id string) {
+	if !n.opts.RedfishDetect {
+		return
+	}
 	var m store.Machine
 	if n.db.View(func(tx *store.Tx) error { var err error; m, err = tx.Machine(id); return err }) != nil {
 		return

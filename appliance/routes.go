@@ -85,5 +85,7 @@ func (n *Node) powerRoutes() []route {
 		{"PUT", "/api/v1/machines/:id/bmc", authAdmin, "set the BMC (driver, address, user, password, settings); verify or probe it", bmcRequest{}, n.putBMC},
 		{"GET", "/api/v1/machines/:id/jobs", authAdmin, "a machine's BMC jobs, newest first", nil, n.getJobs},
 		{"GET", "/api/v1/bmc/drivers", authAdmin, "the BMC drivers this appliance knows", nil, n.getBMCDrivers},
+		{"POST", "/api/v1/export/postgres", authAdmin, "copy this node's store into PostgreSQL (one snapshot, one transaction)", exportRequest{}, n.postExport},
+		{"GET", "/api/v1/export/status", authAdmin, "the PostgreSQL mirror's position and lag", nil, n.getExportStatus},
 	}
 }

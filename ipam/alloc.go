@@ -64,7 +64,13 @@ var ErrFull = errors.New("no free address")
 // Pick returns the address auto allocation hands out next in a subnet: the
 // first free one of its spans, skipping the gateway. The proposer calls it on
 // its local copy; the claim is then checked again in the state machine.
-func Pick(tx *store.Tx, p netip.Prefix) (netip.Addr, error) {
+func Pick(tx *store.Tx, p netip.Prefix) (netip.Addr, error) { return PickSkipping(tx, p, nil) }
+
+// PickSkipping is Pick passing over the free addresses skip refuses: a
+// proposer with claims in flight skips the addresses it already proposed
+// (its local copy does not show them used yet), so that concurrent requests
+// on one node do not all pick the same address. A nil skip is Pick.
+func PickSkipping(tx *store.Tx, p netip.Prefix, skip func(netip.Addr) bool) (netip.Addr, error) {
 	s, err := tx.Subnet(p)
 	if err != nil {
 		return netip.Addr{}, err
@@ -77,13 +83,15 @@ func Pick(tx *store.Tx, p netip.Prefix) (netip.Addr, error) {
 		start := sp.first
 		if h, ok := hintOf(tx, sp); ok {
 			start = h
+		} else if h.IsValid() && sp.last.Less(h) {
+			continue // the hint is past the end: the span is full
 		}
 		for start.IsValid() && !sp.last.Less(start) {
-			a, ok := tx.NextFree(start, sp.last)
+			a, ok := nextUsable(tx, s, start, sp.last)
 			if !ok {
 				break
 			}
-			if a == s.Gateway || slices.Contains(s.DNS, a) {
+			if skip != nil && skip(a) {
 				start = a.Next()
 				continue
 			}
@@ -91,6 +99,23 @@ func Pick(tx *store.Tx, p netip.Prefix) (netip.Addr, error) {
 		}
 	}
 	return netip.Addr{}, fmt.Errorf("subnet %s: %w for auto allocation (static ranges or host addresses outside dynamic/reserved are all used): %w", p, ErrFull, store.ErrConflict)
+}
+
+// nextUsable is the first address of [from, to] that is free and is neither
+// the gateway nor a DNS server of s (those are never handed out).
+func nextUsable(tx *store.Tx, s store.Subnet, from, to netip.Addr) (netip.Addr, bool) {
+	for from.IsValid() && !to.Less(from) {
+		a, ok := tx.NextFree(from, to)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		if a == s.Gateway || slices.Contains(s.DNS, a) {
+			from = a.Next()
+			continue
+		}
+		return a, true
+	}
+	return netip.Addr{}, false
 }
 
 func hintOf(tx *store.Tx, sp span) (netip.Addr, bool) {
@@ -204,7 +229,7 @@ func advanceHint(tx *store.Tx, s store.Subnet, a netip.Addr) error {
 	if !have {
 		from = sp.first
 	}
-	next, free := tx.NextFree(from, sp.last)
+	next, free := nextUsable(tx, s, from, sp.last)
 	if !free {
 		next = sp.last.Next()
 	}
@@ -242,7 +267,9 @@ func Release(tx *store.Tx, a netip.Addr) error {
 	if err != nil || !ok {
 		return err
 	}
-	if h, have := hintOf(tx, sp); have && a.Less(h) {
+	// A hint past the span's end (span full) is lowered too: Pick skips a
+	// span whose hint is past its end.
+	if h, _ := hintOf(tx, sp); h.IsValid() && a.Less(h) {
 		return tx.SetAllocHint(sp.key, a)
 	}
 	return nil

@@ -84,7 +84,9 @@ func (c *Config) tune() {
 		c.ElectionTimeout = 500 * time.Millisecond
 	}
 	if c.LeaderLeaseTimeout == 0 {
-		c.LeaderLeaseTimeout = 250 * time.Millisecond
+		// As long as the heartbeat timeout: a shorter lease made a leader of
+		// two step down whenever its peer was starved of CPU for a moment.
+		c.LeaderLeaseTimeout = 500 * time.Millisecond
 	}
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = 8192

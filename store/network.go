@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -144,7 +145,7 @@ func (t *Tx) netPut(key string, v any) error {
 	if err := t.putJSON(bucketNet, key, v); err != nil {
 		return err
 	}
-	if err := t.logChange("net", key, OpPut); err != nil {
+	if err := t.logChange("net", hex.EncodeToString([]byte(key)), OpPut); err != nil {
 		return err
 	}
 	return t.touch(TableNetwork)
@@ -154,14 +155,21 @@ func (t *Tx) netDel(key string) error {
 	if err := t.del(bucketNet, key); err != nil {
 		return err
 	}
-	if err := t.logChange("net", key, OpDelete); err != nil {
+	if err := t.logChange("net", hex.EncodeToString([]byte(key)), OpDelete); err != nil {
 		return err
 	}
 	return t.touch(TableNetwork)
 }
 
-// NetRecord reads a network model record by its change-log key into v.
-func (t *Tx) NetRecord(key string, v any) error { return t.getJSON(bucketNet, key, v) }
+// NetRecord reads a network model record by its change-log key (the bucket
+// key, hex-encoded: it holds raw address bytes) into v.
+func (t *Tx) NetRecord(key string, v any) error {
+	k, err := hex.DecodeString(key)
+	if err != nil {
+		return fmt.Errorf("network record key %q: %w", key, ErrInvalid)
+	}
+	return t.getJSON(bucketNet, string(k), v)
+}
 
 // Fabric returns one fabric.
 func (t *Tx) Fabric(name string) (Fabric, error) {

@@ -1,0 +1,607 @@
+package pgexport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
+	"github.com/rollcall/rollcall/store/pgexport/pgtest"
+)
+
+// One server for the package's tests (initdb costs seconds); tests that
+// stop PostgreSQL start their own.
+var (
+	sharedOnce sync.Once
+	shared     *pgtest.Server
+	sharedErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}
+
+func server(t *testing.T) *pgtest.Server {
+	t.Helper()
+	bin := pgtest.Need(t)
+	sharedOnce.Do(func() { shared, sharedErr = pgtest.New(bin) })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+// schemaName gives each test its own PostgreSQL schema.
+func schemaName(t *testing.T) string {
+	return strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
+}
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
+
+// fleet is a store fed through the state machine.
+type fleet struct {
+	db  *store.DB
+	log *pgtest.Log
+	now time.Time
+}
+
+func newFleet(t testing.TB) *fleet {
+	t.Helper()
+	return openFleet(t, filepath.Join(t.TempDir(), "state.db"))
+}
+
+func openFleet(t testing.TB, path string) *fleet {
+	t.Helper()
+	db, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	l, err := pgtest.NewLog(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fleet{db: db, log: l, now: t0}
+}
+
+func (f *fleet) tick() time.Time { f.now = f.now.Add(1500 * time.Millisecond); return f.now }
+
+// commission commissions machines from..to-1 of the generated fleet, in
+// batches of entries as raft would hand them over.
+func (f *fleet) commission(t testing.TB, from, to int) {
+	t.Helper()
+	var cmds []raftfsm.Command
+	for i := from; i < to; i++ {
+		c, err := pgtest.Commission(pgtest.Machine(1, i), i, f.tick())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+		if len(cmds) == 100 || i == to-1 {
+			if err := f.log.ApplyBatch(cmds...); err != nil {
+				t.Fatal(err)
+			}
+			cmds = nil
+		}
+	}
+}
+
+func (f *fleet) apply(t testing.TB, cmds ...raftfsm.Command) {
+	t.Helper()
+	if err := f.log.Apply(cmds...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// network builds a fabric, VLANs, subnets, ranges and addresses, and two
+// appliance nodes.
+func (f *fleet) network(t testing.TB) {
+	t.Helper()
+	now := f.tick()
+	f.apply(t,
+		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "dc1", Kind: store.FabricEthernet, Created: now}},
+		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "ib0", Kind: store.FabricInfiniband, Created: now}},
+		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "dc1", VID: 100, MTU: 9000, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "node1", Iface: "eno1"}}, Created: now}},
+		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "dc1", VID: 200, MTU: 1500, DHCP: store.DHCPOff, Created: now}},
+		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.20.0.0/16"), Name: "prov", Fabric: "dc1", VID: 100, Purpose: "provisioning",
+			Gateway: netip.MustParseAddr("10.20.0.1"), DNS: []netip.Addr{netip.MustParseAddr("10.20.0.2"), netip.MustParseAddr("10.20.0.3")}, Domain: "dc1.example", Created: now}},
+		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.30.0.0/16"), Fabric: "dc1", VID: 200, Purpose: "bmc", Created: now}},
+		&raftfsm.RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeDynamic, First: netip.MustParseAddr("10.20.200.1"), Last: netip.MustParseAddr("10.20.200.254"), Comment: "pxe pool", Created: now}},
+		&raftfsm.RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeReserved, First: netip.MustParseAddr("10.20.0.1"), Last: netip.MustParseAddr("10.20.0.9"), Created: now}},
+		&raftfsm.NodePut{Node: store.Node{Name: "node1", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8080", Joined: now}},
+		&raftfsm.NodePut{Node: store.Node{Name: "node2", RaftAddr: "10.0.0.2:8300", Joined: now}},
+	)
+	for i, a := range []string{"10.20.0.10", "10.20.0.11", "10.30.0.10"} {
+		claim := &raftfsm.AddressClaim{Address: store.Address{IP: netip.MustParseAddr(a), How: store.HowStatic, Machine: pgtest.ID(i), Interface: "ens1f0", Created: now}}
+		f.apply(t, claim)
+	}
+	f.apply(t, &raftfsm.AddressClaim{Address: store.Address{IP: netip.MustParseAddr("10.20.0.20"), How: store.HowReserved, Name: "vip", Created: now}})
+}
+
+// waitExported waits until the mirror has exported everything applied.
+func waitExported(t testing.TB, m *Mirror, db *store.DB) Status {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		applied, _, err := db.Applied()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := m.Status()
+		if st.ExportedIndex >= applied && applied > 0 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mirror did not catch up: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// --- comparing PostgreSQL with the store -------------------------------
+
+// readTable reads a table back into values of its Go type (keys first),
+// ordered by primary key: the export's mapping run backwards, so a column
+// written into the wrong place or a lost value shows up as a difference.
+func readTable(t testing.TB, conn *pgx.Conn, schema string, tb *Table) [][]any {
+	t.Helper()
+	ctx := context.Background()
+	var pk []string
+	for _, p := range tb.Primary {
+		pk = append(pk, pgx.Identifier{p}.Sanitize())
+	}
+	var cols []string
+	for _, c := range tb.ColumnNames() {
+		cols = append(cols, pgx.Identifier{c}.Sanitize())
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + ident(schema, tb.Name)
+	if len(pk) > 0 {
+		q += " ORDER BY " + strings.Join(pk, ", ")
+	}
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		t.Fatalf("read %s: %v", tb.Name, err)
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decode sets the Go value of a table row from its columns.
+func decode(t testing.TB, tb *Table, vals []any, dst any) {
+	t.Helper()
+	rv := reflect.ValueOf(dst).Elem()
+	for i, c := range tb.Columns {
+		if c.path == nil || vals[i] == nil {
+			continue
+		}
+		f := settable(rv, c.path)
+		if err := setValue(f, vals[i]); err != nil {
+			t.Fatalf("%s.%s: %v", tb.Name, c.Name, err)
+		}
+	}
+}
+
+func settable(v reflect.Value, path []int) reflect.Value {
+	for _, i := range path {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(i)
+	}
+	return v
+}
+
+func setValue(f reflect.Value, v any) error {
+	switch x := v.(type) {
+	case netip.Prefix:
+		if f.Type() == typeAddr {
+			f.Set(reflect.ValueOf(x.Addr()))
+			return nil
+		}
+		f.Set(reflect.ValueOf(x))
+		return nil
+	case time.Time:
+		f.Set(reflect.ValueOf(x))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(v.(string))
+	case reflect.Bool:
+		f.SetBool(v.(bool))
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		switch n := v.(type) {
+		case int32:
+			f.SetInt(int64(n))
+		case int64:
+			f.SetInt(n)
+		default:
+			return fmt.Errorf("integer column gave %T", v)
+		}
+	case reflect.Uint64:
+		f.SetUint(uint64(v.(int64)))
+	default: // arrays and jsonb: through JSON into the field's type
+		if arr, ok := v.([]any); ok && f.Type().Elem() == typeAddr {
+			for i, e := range arr {
+				arr[i] = e.(netip.Prefix).Addr()
+			}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		p := reflect.New(f.Type())
+		if err := json.Unmarshal(b, p.Interface()); err != nil {
+			return err
+		}
+		f.Set(p.Elem())
+	}
+	return nil
+}
+
+// diffFast is cmp.Diff for large values: times are cut to what
+// timestamptz keeps and put in UTC on both sides, then reflect.DeepEqual
+// decides and cmp only explains a difference.
+func diffFast(want, got any) string {
+	normTimes(reflect.ValueOf(want))
+	normTimes(reflect.ValueOf(got))
+	if reflect.DeepEqual(want, got) {
+		return ""
+	}
+	return cmp.Diff(want, got, cmpOpts...)
+}
+
+func normTimes(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			normTimes(v.Elem())
+		}
+	case reflect.Struct:
+		if v.Type() == typeTime {
+			if v.CanSet() {
+				tm := v.Interface().(time.Time)
+				v.Set(reflect.ValueOf(tm.Truncate(time.Microsecond).UTC()))
+			}
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				normTimes(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			normTimes(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := v.MapIndex(k)
+			c := reflect.New(e.Type()).Elem()
+			c.Set(e)
+			normTimes(c)
+			v.SetMapIndex(k, c)
+		}
+	}
+}
+
+var cmpOpts = []cmp.Option{
+	cmpopts.EquateApproxTime(time.Microsecond), // timestamptz keeps microseconds
+	cmpopts.EquateEmpty(),
+	cmp.Comparer(func(a, b netip.Addr) bool { return a == b }),
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+}
+
+// compareAll checks every exported table against the store.
+func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
+	t.Helper()
+	s, err := LoadSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type expect struct {
+		machines  map[string]store.Machine
+		reports   map[string]*inventory.Report
+		events    map[string][]store.Event
+		fabrics   []store.Fabric
+		vlans     []store.VLAN
+		subnets   []store.Subnet
+		ranges    []store.Range
+		addresses []store.Address
+		nodes     []store.Node
+		applied   uint64
+	}
+	want := expect{machines: map[string]store.Machine{}, reports: map[string]*inventory.Report{}, events: map[string][]store.Event{}}
+	err = db.View(func(tx *store.Tx) error {
+		want.applied, _ = tx.Applied()
+		ms, err := tx.Machines(store.MachineFilter{})
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if m.BMC != nil {
+				m.BMC.PasswordSealed, m.BMC.PasswordAAD = nil, "" // never exported
+			}
+			want.machines[m.ID] = m
+			if doc, err := tx.Inventory(m.ID); err == nil {
+				var r inventory.Report
+				if err := json.Unmarshal(doc, &r); err != nil {
+					return err
+				}
+				want.reports[m.ID] = &r
+			}
+			if want.events[m.ID], err = tx.Events(m.ID); err != nil {
+				return err
+			}
+		}
+		if want.fabrics, err = tx.Fabrics(); err != nil {
+			return err
+		}
+		if want.vlans, err = tx.VLANs(); err != nil {
+			return err
+		}
+		if want.subnets, err = tx.Subnets(); err != nil {
+			return err
+		}
+		if want.ranges, err = tx.Ranges(netip.Prefix{}); err != nil {
+			return err
+		}
+		if want.addresses, err = tx.Addresses(netip.Prefix{}, 0); err != nil {
+			return err
+		}
+		want.nodes, err = tx.Nodes()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// machines, with machine_macs and bmcs folded back in.
+	got := map[string]store.Machine{}
+	invJSON := map[string]any{}
+	tm := s.Table("machines")
+	for _, r := range readTable(t, conn, schema, tm) {
+		var m store.Machine
+		decode(t, tm, r, &m)
+		got[m.ID] = m
+		invJSON[m.ID] = r[len(r)-1]
+	}
+	for _, r := range readTable(t, conn, schema, s.Table("machine_macs")) {
+		m := got[r[0].(string)]
+		if int(r[1].(int32)) != len(m.MACs) {
+			t.Fatalf("machine_macs of %s: ordinal %d after %d MACs", m.ID, r[1], len(m.MACs))
+		}
+		m.MACs = append(m.MACs, r[2].(string))
+		got[m.ID] = m
+	}
+	tb := s.Table("bmcs")
+	for _, r := range readTable(t, conn, schema, tb) {
+		m := got[r[0].(string)]
+		m.BMC = &store.BMC{}
+		decode(t, tb, r, m.BMC)
+		got[m.ID] = m
+	}
+	if d := diffFast(want.machines, got); d != "" {
+		t.Errorf("machines differ from the store (-store +postgres):\n%s", d)
+	}
+
+	// inventories and their lists, folded back into reports.
+	reports := map[string]*inventory.Report{}
+	ti := s.Table("inventories")
+	for _, r := range readTable(t, conn, schema, ti) {
+		rep := &inventory.Report{}
+		decode(t, ti, r, rep)
+		reports[r[0].(string)] = rep
+	}
+	appendRows := func(name string, add func(rep *inventory.Report, vals []any, tb *Table)) {
+		tb := s.Table(name)
+		for _, r := range readTable(t, conn, schema, tb) {
+			rep := reports[r[0].(string)]
+			if rep == nil {
+				t.Fatalf("%s row for %s, which has no inventories row", name, r[0])
+			}
+			add(rep, r, tb)
+		}
+	}
+	list := func(name string, field string) {
+		appendRows(name, func(rep *inventory.Report, vals []any, tb *Table) {
+			sl := reflect.ValueOf(rep).Elem().FieldByName(field)
+			if int(vals[1].(int32)) != sl.Len() {
+				t.Fatalf("%s: ordinal %d after %d rows", name, vals[1], sl.Len())
+			}
+			item := reflect.New(sl.Type().Elem())
+			decode(t, tb, vals, item.Interface())
+			sl.Set(reflect.Append(sl, item.Elem()))
+		})
+	}
+	list("dimms", "DIMMs")
+	list("cpus", "CPUs")
+	list("disks", "Disks")
+	list("nvme", "NVMe")
+	list("nics", "NICs")
+	list("ib_hcas", "IB")
+	list("gpus", "GPUs")
+	list("pci_devices", "PCI")
+	list("lldp_neighbors", "LLDP")
+	list("inventory_errors", "Errors")
+	appendRows("nvme_namespaces", func(rep *inventory.Report, vals []any, tb *Table) {
+		var ns inventory.NVMeNamespace
+		decode(t, tb, vals, &ns)
+		c := &rep.NVMe[vals[1].(int32)]
+		c.Namespaces = append(c.Namespaces, ns)
+	})
+	appendRows("ib_ports", func(rep *inventory.Report, vals []any, tb *Table) {
+		var p inventory.IBPort
+		decode(t, tb, vals, &p)
+		h := &rep.IB[vals[1].(int32)]
+		h.Ports = append(h.Ports, p)
+	})
+	wantReports := map[string]*inventory.Report{}
+	for id, r := range want.reports {
+		c := *r
+		c.BMC = nil // in the bmcs table (the machine's record) and the jsonb
+		wantReports[id] = &c
+	}
+	if d := diffFast(wantReports, reports); d != "" {
+		t.Errorf("inventory tables differ from the store (-store +postgres):\n%s", d)
+	}
+	// machines.inventory holds the whole report, minus the BMC password.
+	for id, m := range want.machines {
+		raw, ok := invJSON[id]
+		if !ok {
+			continue // the machines comparison reported it
+		}
+		if want.reports[id] == nil {
+			if raw != nil {
+				t.Errorf("machine %s has no inventory but machines.inventory is %v", id, raw)
+			}
+			continue
+		}
+		b, _ := json.Marshal(raw)
+		var rep inventory.Report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatalf("machines.inventory of %s: %v", id, err)
+		}
+		if d := diffFast(want.reports[id], &rep); d != "" {
+			t.Errorf("machines.inventory of %s differs (-store +postgres):\n%s", m.ID, d)
+		}
+	}
+
+	// events
+	gotEvents := map[string][]store.Event{}
+	te := s.Table("events")
+	for _, r := range readTable(t, conn, schema, te) {
+		var e store.Event
+		decode(t, te, r, &e)
+		gotEvents[e.Machine] = append(gotEvents[e.Machine], e)
+	}
+	for id, evs := range want.events {
+		if len(evs) == 0 {
+			delete(want.events, id)
+		}
+	}
+	if d := diffFast(want.events, gotEvents); d != "" {
+		t.Errorf("events differ from the store (-store +postgres):\n%s", d)
+	}
+
+	compareList(t, conn, schema, s.Table("fabrics"), want.fabrics)
+	compareList(t, conn, schema, s.Table("vlans"), want.vlans)
+	compareList(t, conn, schema, s.Table("subnets"), want.subnets)
+	compareList(t, conn, schema, s.Table("ranges"), want.ranges)
+	compareList(t, conn, schema, s.Table("addresses"), want.addresses)
+	compareList(t, conn, schema, s.Table("nodes"), want.nodes)
+
+	var idx int64
+	if err := conn.QueryRow(context.Background(), "SELECT raft_index FROM "+ident(schema, "export_state")).Scan(&idx); err != nil {
+		t.Fatal(err)
+	}
+	if uint64(idx) != want.applied {
+		t.Errorf("export_state.raft_index = %d, store applied %d", idx, want.applied)
+	}
+	// No secret anywhere, in any column of any table.
+	for _, tb := range s.Tables {
+		var n int
+		q := "SELECT count(*) FROM " + ident(schema, tb.Name) + " x WHERE x::text LIKE '%SEALED-SECRET%' OR x::text LIKE '%bmc-password/%'"
+		if err := conn.QueryRow(context.Background(), q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			t.Errorf("table %s: %d rows carry the sealed BMC password or its AAD", tb.Name, n)
+		}
+	}
+}
+
+// compareList compares a table with the store's records, both in primary
+// key order.
+func compareList[T any](t *testing.T, conn *pgx.Conn, schema string, tb *Table, want []T) {
+	t.Helper()
+	var got []T
+	for _, r := range readTable(t, conn, schema, tb) {
+		var v T
+		decode(t, tb, r, &v)
+		got = append(got, v)
+	}
+	sort.SliceStable(want, func(i, j int) bool { return lessKey(tb, &want[i], &want[j]) })
+	sort.SliceStable(got, func(i, j int) bool { return lessKey(tb, &got[i], &got[j]) })
+	if d := cmp.Diff(want, got, cmpOpts...); d != "" {
+		t.Errorf("%s differs from the store (-store +postgres):\n%s", tb.Name, d)
+	}
+}
+
+// lessKey orders two records by their primary key columns.
+func lessKey(tb *Table, a, b any) bool {
+	ra, rb := tb.row(nil, a), tb.row(nil, b)
+	for i, c := range tb.Columns {
+		if !contains(tb.Primary, c.Name) {
+			continue
+		}
+		if pa, ok := ra[i].(netip.Addr); ok {
+			if pb := rb[i].(netip.Addr); pa != pb {
+				return pa.Less(pb)
+			}
+			continue
+		}
+		if pa, ok := ra[i].(netip.Prefix); ok {
+			pb := rb[i].(netip.Prefix)
+			if pa.Addr() != pb.Addr() {
+				return pa.Addr().Less(pb.Addr())
+			}
+			if pa.Bits() != pb.Bits() {
+				return pa.Bits() < pb.Bits()
+			}
+			continue
+		}
+		if n, ok := ra[i].(int32); ok {
+			if m := rb[i].(int32); n != m {
+				return n < m
+			}
+			continue
+		}
+		if x, y := fmt.Sprint(ra[i]), fmt.Sprint(rb[i]); x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,178 @@
+package pgexport
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
+)
+
+// rowSet collects rows per table before they are copied.
+type rowSet struct {
+	s    *Schema
+	rows map[string][][]any
+	n    int
+}
+
+func newRowSet(s *Schema) *rowSet { return &rowSet{s: s, rows: map[string][][]any{}} }
+
+func (r *rowSet) add(table string, row []any) {
+	r.rows[table] = append(r.rows[table], row)
+	r.n++
+}
+
+func (r *rowSet) reset() {
+	clear(r.rows)
+	r.n = 0
+}
+
+// addMachine adds a machine and everything derived from it and from its
+// inventory document (nil when it has none). Events are separate.
+func (r *rowSet) addMachine(m store.Machine, doc []byte) error {
+	var inv any
+	var rep *inventory.Report
+	if doc != nil {
+		clean, parsed, err := cleanInventory(doc)
+		if err != nil {
+			return fmt.Errorf("machine %s: %w", m.ID, err)
+		}
+		inv, rep = clean, parsed
+	}
+	r.add("machines", r.s.Table("machines").row(nil, m, inv))
+	for i, mac := range m.MACs {
+		r.add("machine_macs", r.s.Table("machine_macs").row([]any{m.ID, int32(i), mac}, nil))
+	}
+	if m.BMC != nil {
+		r.add("bmcs", r.s.Table("bmcs").row([]any{m.ID}, m.BMC))
+	}
+	if rep == nil {
+		return nil
+	}
+	r.add("inventories", r.s.Table("inventories").row([]any{m.ID}, rep))
+	addList(r, "dimms", m.ID, rep.DIMMs)
+	addList(r, "cpus", m.ID, rep.CPUs)
+	addList(r, "disks", m.ID, rep.Disks)
+	addList(r, "nvme", m.ID, rep.NVMe)
+	for c, ctrl := range rep.NVMe {
+		for i, ns := range ctrl.Namespaces {
+			r.add("nvme_namespaces", r.s.Table("nvme_namespaces").row([]any{m.ID, int32(c), int32(i)}, ns))
+		}
+	}
+	addList(r, "nics", m.ID, rep.NICs)
+	addList(r, "ib_hcas", m.ID, rep.IB)
+	for h, hca := range rep.IB {
+		for i, p := range hca.Ports {
+			r.add("ib_ports", r.s.Table("ib_ports").row([]any{m.ID, int32(h), int32(i)}, p))
+		}
+	}
+	addList(r, "gpus", m.ID, rep.GPUs)
+	addList(r, "pci_devices", m.ID, rep.PCI)
+	addList(r, "lldp_neighbors", m.ID, rep.LLDP)
+	addList(r, "inventory_errors", m.ID, rep.Errors)
+	return nil
+}
+
+func addList[T any](r *rowSet, table, id string, items []T) {
+	t := r.s.Table(table)
+	for i := range items {
+		r.add(table, t.row([]any{id, int32(i)}, &items[i]))
+	}
+}
+
+func (r *rowSet) addEvent(e store.Event, seq uint32) {
+	r.add("events", r.s.Table("events").row(nil, e, int32(seq)))
+}
+
+func (r *rowSet) addNetwork(tx *store.Tx) error {
+	fabrics, err := tx.Fabrics()
+	if err != nil {
+		return err
+	}
+	for _, f := range fabrics {
+		r.add("fabrics", r.s.Table("fabrics").row(nil, f))
+	}
+	vlans, err := tx.VLANs()
+	if err != nil {
+		return err
+	}
+	for _, v := range vlans {
+		r.add("vlans", r.s.Table("vlans").row(nil, v))
+	}
+	subnets, err := tx.Subnets()
+	if err != nil {
+		return err
+	}
+	for _, s := range subnets {
+		r.add("subnets", r.s.Table("subnets").row(nil, s))
+	}
+	ranges, err := tx.Ranges(netip.Prefix{}) // the zero prefix lists every range
+	if err != nil {
+		return err
+	}
+	for _, rg := range ranges {
+		r.add("ranges", r.s.Table("ranges").row(nil, rg))
+	}
+	return nil
+}
+
+// cleanInventory parses a stored report and returns it as jsonb without
+// the BMC password (the server strips it before storing; this makes sure an
+// older record cannot leak one) and without NUL characters, which
+// PostgreSQL refuses in text and jsonb (firmware pads SMBIOS strings with
+// them).
+func cleanInventory(doc []byte) (json.RawMessage, *inventory.Report, error) {
+	var rep inventory.Report
+	if err := json.Unmarshal(doc, &rep); err != nil {
+		return nil, nil, fmt.Errorf("decode inventory: %w", err)
+	}
+	if (rep.BMC == nil || rep.BMC.Password == "") && !bytes.Contains(doc, []byte(`\u0000`)) {
+		return json.RawMessage(doc), &rep, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, fmt.Errorf("decode inventory: %w", err)
+	}
+	if m, ok := v.(map[string]any); ok {
+		if bmc, ok := m["bmc"].(map[string]any); ok {
+			delete(bmc, "password")
+		}
+	}
+	b, err := json.Marshal(dropNUL(v))
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode inventory: %w", err)
+	}
+	if rep.BMC != nil {
+		rep.BMC.Password = ""
+	}
+	return b, &rep, nil
+}
+
+func dropNUL(v any) any {
+	switch x := v.(type) {
+	case string:
+		return noNUL(x)
+	case []any:
+		for i := range x {
+			x[i] = dropNUL(x[i])
+		}
+	case map[string]any:
+		for k, e := range x {
+			delete(x, k)
+			x[noNUL(k)] = dropNUL(e)
+		}
+	}
+	return v
+}
+
+func noNUL(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "")
+}
