@@ -36,6 +36,10 @@ e2e: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./raftfsm/
 	$(GO) run ./lab/bench/raft
+	$(GO) run ./lab/bench/ipam
+	$(GO) run ./lab/bench/tftp
+	$(GO) run ./lab/bench/power
+	$(GO) run ./lab/bench/export
 
 # Short fuzzing runs of every fuzz target (the seed corpora also run in `make unit`).
 fuzz:
@@ -43,6 +47,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./raftfsm/
 	$(GO) test -run '^$$' -fuzz FuzzCreateMachineBody -fuzztime 30s ./appliance/
 	$(GO) test -run '^$$' -fuzz FuzzCommissionBody -fuzztime 30s ./appliance/
+	$(GO) test -run '^$$' -fuzz FuzzRequest -fuzztime 30s ./tftp/
 
 clean:
 	rm -rf bin

@@ -29,7 +29,7 @@ import (
 const usage = `rollcall: bare-metal commissioning appliance
 
 Node:
-  rollcall serve [-data DIR] [-name NAME] [-http ADDR] [-https ADDR] [-raft ADDR]
+  rollcall serve [-data DIR] [-name NAME] [-http ADDR] [-https ADDR] [-tftp ADDR] [-raft ADDR]
                  [-raft-advertise ADDR] [-join CODE] [-config FILE]
   rollcall keygen                      print a fresh random token
 
@@ -138,6 +138,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.RaftAddr, "raft", "127.0.0.1:8300", "cluster port (Raft and node calls, mutual TLS)")
 	fs.StringVar(&o.RaftAdvertise, "raft-advertise", "", "cluster address other nodes dial (default: -raft)")
 	fs.StringVar(&o.Join, "join", "", "join code from `rollcall cluster join-code` (first start only)")
+	fs.StringVar(&o.TFTPAddr, "tftp", "", "TFTP listen address for the iPXE binaries, e.g. :69 (off when empty)")
 	fs.StringVar(&o.HTTPSAddr, "https", "", "HTTPS API listen address, with a certificate from the cluster CA (off when empty)")
 	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (default DATA/rollcall.json when present)")
 	fs.BoolVar(&o.RedfishDetect, "bmc-detect", true, "after commissioning, ask IPMI BMCs whether they speak Redfish")

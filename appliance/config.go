@@ -26,6 +26,8 @@ type FileConfig struct {
 	BMCHints map[string]BMCHint `json:"bmc_hints,omitempty"`
 	// CommissionAppend is added to the commissioning kernel command line.
 	CommissionAppend string `json:"commission_append,omitempty"`
+	// IPXEDir holds the iPXE binaries TFTP serves (default /usr/lib/ipxe).
+	IPXEDir string `json:"ipxe_dir,omitempty"`
 	// CommissionImage is the boot image commissioning uses (default
 	// "commissioning").
 	CommissionImage string `json:"commission_image,omitempty"`

@@ -29,6 +29,7 @@ import (
 	"github.com/rollcall/rollcall/power/builtin"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/tftp"
 )
 
 // Options are what `rollcall serve` takes.
@@ -40,6 +41,7 @@ type Options struct {
 	RaftAdvertise string // address other nodes dial; default RaftAddr
 	Join          string // a join code, for the first start of a new member
 	HTTPSAddr     string // HTTPS API with a certificate from the cluster CA; "" for none
+	TFTPAddr      string // TFTP for boot loaders (":69" on an appliance); "" for none
 	ConfigFile    string // default DATA/rollcall.json (optional there)
 	// RedfishDetect asks each commissioned machine's IPMI BMC whether it
 	// speaks Redfish. `rollcall serve` turns it on; in-process nodes (tests,
@@ -91,6 +93,7 @@ type Node struct {
 
 	power        *power.Registry
 	export       atomic.Pointer[exportRunner]
+	tftp         *tftp.Server
 	bgOnce       sync.Once
 	bg           context.Context
 	jobWake      chan struct{}
@@ -244,6 +247,11 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	go n.syncImages(context.WithoutCancel(ctx))
 	go n.runJobs(n.background())
+	if opts.TFTPAddr != "" {
+		if err := n.serveTFTP(); err != nil {
+			return nil, err
+		}
+	}
 	if n.conf.PostgresExport != nil {
 		go n.runExportMirror(n.background(), n.conf.PostgresExport)
 	}
@@ -575,4 +583,33 @@ func writeJSONFile(path string, v any, mode os.FileMode) error {
 		return err
 	}
 	return writeFileAtomic(path, append(b, '\n'), mode)
+}
+
+// serveTFTP starts the TFTP server: the iPXE binaries from ipxe_dir (default
+// Debian's /usr/lib/ipxe) and nothing else.
+func (n *Node) serveTFTP() error {
+	srv, err := tftp.New(tftp.Config{Addr: n.opts.TFTPAddr, IPXEDir: n.conf.IPXEDir})
+	if err != nil {
+		return fmt.Errorf("tftp: %w", err)
+	}
+	n.reg.MustRegister(srv.Metrics().Collectors()...)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Start(n.background(), n.log.With("component", "tftp")) }()
+	select {
+	case <-srv.Ready():
+		n.tftp = srv
+		return nil
+	case err := <-errc:
+		return fmt.Errorf("tftp on %s: %w", n.opts.TFTPAddr, err)
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("tftp on %s: did not start", n.opts.TFTPAddr)
+	}
+}
+
+// TFTPAddrs are the addresses TFTP listens on.
+func (n *Node) TFTPAddrs() []net.Addr {
+	if n.tftp == nil {
+		return nil
+	}
+	return n.tftp.Addrs()
 }
