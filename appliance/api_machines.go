@@ -1,9 +1,11 @@
 package appliance
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -143,49 +145,32 @@ func (n *Node) listMachines(c *gin.Context) {
 		}
 	}
 	q := strings.ToLower(strings.TrimSpace(c.Query("q")))
-	out := MachineList{Machines: []MachineView{}}
-	err := n.db.View(func(tx *store.Tx) error {
-		out.Index = tx.TableIndex(store.TableMachines)
-		ms, err := tx.Machines(store.MachineFilter{State: state})
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if q == "" || machineMatches(m, q) {
-				out.Machines = append(out.Machines, viewOf(m))
-			}
-		}
-		return nil
-	})
+	rows, index, err := n.machines.snapshot(n.db)
 	if err != nil {
 		n.fail(c, err)
 		return
 	}
-	c.Header(headerIndex, strconv.FormatUint(out.Index, 10))
-	c.JSON(http.StatusOK, out)
+	// The rows' JSON is ready: write the MachineList shape around it.
+	var buf bytes.Buffer
+	buf.Grow(64 + len(rows)*1100)
+	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
+	first := true
+	for _, r := range rows {
+		if state != "" && r.state != state || q != "" && !r.matches(q) {
+			continue
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		buf.Write(r.json)
+	}
+	buf.WriteString("]}")
+	c.Header(headerIndex, strconv.FormatUint(index, 10))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
 }
 
 func knownStates() []string { return store.States }
-
-// machineMatches is the q= filter: a substring of the ID, name, serial or an
-// IP address, or a MAC in any common notation.
-func machineMatches(m store.Machine, q string) bool {
-	if strings.Contains(m.ID, q) || strings.Contains(strings.ToLower(m.Name), q) || strings.Contains(strings.ToLower(m.Serial), q) {
-		return true
-	}
-	for _, ip := range m.IPs {
-		if strings.Contains(ip, q) {
-			return true
-		}
-	}
-	qm := strings.NewReplacer("-", ":", ".", "").Replace(q)
-	for _, mac := range m.MACs {
-		if strings.Contains(mac, qm) || strings.Contains(strings.ReplaceAll(mac, ":", ""), strings.ReplaceAll(qm, ":", "")) {
-			return true
-		}
-	}
-	return false
-}
 
 func (n *Node) getMachine(c *gin.Context) {
 	if err := n.minIndex(c); err != nil {

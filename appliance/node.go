@@ -93,6 +93,7 @@ type Node struct {
 
 	power        *power.Registry
 	export       atomic.Pointer[exportRunner]
+	machines     listCache
 	tftp         *tftp.Server
 	bgOnce       sync.Once
 	bg           context.Context

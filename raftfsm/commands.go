@@ -100,9 +100,23 @@ func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands())
 }
 
+// bodyCodec is implemented by commands whose body is not plain JSON (large
+// payloads carried as raw bytes). unmarshalBody gets every version, so old
+// JSON bodies stay readable.
+type bodyCodec interface {
+	marshalBody() ([]byte, error)
+	unmarshalBody(version uint8, b []byte) error
+}
+
 // Encode turns a command into the bytes of a log entry.
 func Encode(c Command) ([]byte, error) {
-	body, err := json.Marshal(c)
+	var body []byte
+	var err error
+	if bc, ok := c.(bodyCodec); ok {
+		body, err = bc.marshalBody()
+	} else {
+		body, err = json.Marshal(c)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode command %d: %w", c.Type(), err)
 	}
@@ -132,7 +146,13 @@ func Decode(b []byte) (Command, error) {
 		return nil, fmt.Errorf("decode command %s: body version %d not understood (up to %d)", info.name, v, info.maxVersion)
 	}
 	c := info.new()
-	if err := json.Unmarshal(b[headerLen:], c); err != nil {
+	var err error
+	if bc, ok := c.(bodyCodec); ok {
+		err = bc.unmarshalBody(v, b[headerLen:])
+	} else {
+		err = json.Unmarshal(b[headerLen:], c)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decode command %s: %w", info.name, err)
 	}
 	return c, nil

@@ -1,0 +1,146 @@
+package appliance
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// The machine list is the API's hottest read: the web UI, the console and
+// `rollcall list -watch` ask for all of it on every change. Decoding 10,000
+// records and encoding them again cost ~150 ms; this cache keeps each row's
+// JSON ready and brings itself up to date from the store's change log, so a
+// list is a filter plus a copy.
+
+type listRow struct {
+	id, name, serial, state string
+	macs, ips               []string
+	json                    []byte // the MachineView as the API sends it
+}
+
+type listCache struct {
+	mu    sync.Mutex
+	index uint64 // the machines table index the rows reflect
+	rows  map[string]*listRow
+	order []*listRow // by ID
+}
+
+func newRow(m store.Machine) (*listRow, error) {
+	b, err := json.Marshal(viewOf(m))
+	if err != nil {
+		return nil, err
+	}
+	return &listRow{
+		id: m.ID, name: strings.ToLower(m.Name), serial: strings.ToLower(m.Serial), state: m.State,
+		macs: m.MACs, ips: m.IPs, json: b,
+	}, nil
+}
+
+// snapshot returns the rows as of the store's current machines index,
+// refreshing changed rows from the change log (or everything, when the log
+// no longer reaches back far enough).
+func (lc *listCache) snapshot(db *store.DB) ([]*listRow, uint64, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	err := db.View(func(tx *store.Tx) error {
+		cur := tx.TableIndex(store.TableMachines)
+		if lc.rows != nil && cur == lc.index {
+			return nil
+		}
+		if lc.rows != nil {
+			changes, err := tx.Changes(lc.index, 0)
+			if err == nil {
+				return lc.apply(tx, changes, cur)
+			}
+			if !errors.Is(err, store.ErrChangesTruncated) {
+				return err
+			}
+		}
+		return lc.rebuild(tx, cur)
+	})
+	return lc.order, lc.index, err
+}
+
+func (lc *listCache) rebuild(tx *store.Tx, cur uint64) error {
+	ms, err := tx.Machines(store.MachineFilter{})
+	if err != nil {
+		return err
+	}
+	rows := make(map[string]*listRow, len(ms))
+	order := make([]*listRow, 0, len(ms))
+	for _, m := range ms {
+		r, err := newRow(m)
+		if err != nil {
+			return err
+		}
+		rows[m.ID] = r
+		order = append(order, r)
+	}
+	lc.rows, lc.order, lc.index = rows, order, cur
+	return nil
+}
+
+func (lc *listCache) apply(tx *store.Tx, changes []store.Change, cur uint64) error {
+	touched := map[string]bool{}
+	for _, ch := range changes {
+		if ch.Table == "machines" {
+			touched[ch.Key] = true
+		}
+	}
+	if len(touched) == 0 {
+		lc.index = cur
+		return nil
+	}
+	// Copy on write: a slice handed to an earlier request stays as it was.
+	rows := make(map[string]*listRow, len(lc.rows)+len(touched))
+	for k, v := range lc.rows {
+		rows[k] = v
+	}
+	for id := range touched {
+		m, err := tx.Machine(id)
+		if errors.Is(err, store.ErrNotFound) {
+			delete(rows, id)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r, err := newRow(m)
+		if err != nil {
+			return err
+		}
+		rows[id] = r
+	}
+	order := make([]*listRow, 0, len(rows))
+	for _, r := range rows {
+		order = append(order, r)
+	}
+	slices.SortFunc(order, func(a, b *listRow) int { return strings.Compare(a.id, b.id) })
+	lc.rows, lc.order, lc.index = rows, order, cur
+	return nil
+}
+
+// matches is the q= filter: a substring of the ID, name, serial or an IP,
+// or a MAC in any common notation (q is lowercase).
+func (r *listRow) matches(q string) bool {
+	if strings.Contains(r.id, q) || strings.Contains(r.name, q) || strings.Contains(r.serial, q) {
+		return true
+	}
+	for _, ip := range r.ips {
+		if strings.Contains(ip, q) {
+			return true
+		}
+	}
+	qm := strings.NewReplacer("-", ":", ".", "").Replace(q)
+	bare := strings.ReplaceAll(qm, ":", "")
+	for _, mac := range r.macs {
+		if strings.Contains(mac, qm) || strings.Contains(strings.ReplaceAll(mac, ":", ""), bare) {
+			return true
+		}
+	}
+	return false
+}
