@@ -80,3 +80,25 @@ func (t *Tx) ChangeBatch(after uint64, limit int) (changes []Change, through uin
 	}
 	return changes, through, nil
 }
+
+// ForEachJob calls fn for every BMC job, done or not, by job ID (the key a
+// change-log entry of table "jobs" carries).
+func (t *Tx) ForEachJob(fn func(j Job) error) error {
+	return forEachJSON(t, bucketJobs, "", func(_ string, j *Job) error { return fn(*j) })
+}
+
+// ForEachLease calls fn for every lease, in address order (a change-log
+// entry of table "leases" carries the address as text).
+func (t *Tx) ForEachLease(fn func(l Lease) error) error {
+	c := t.tx.Bucket(bucketLeases).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var l Lease
+		if err := json.Unmarshal(v, &l); err != nil {
+			return fmt.Errorf("decode lease %x: %w", k, err)
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}

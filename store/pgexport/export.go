@@ -76,8 +76,8 @@ func fullExport(ctx context.Context, conn *pgx.Conn, db *store.DB, t Target, mod
 			return fmt.Errorf("truncate tables: %w", err)
 		}
 		for _, tb := range s.Tables {
-			if tb.Child {
-				q := "ALTER TABLE " + ident(t.schema(), tb.Name) + " DROP CONSTRAINT " + pgx.Identifier{tb.Name + "_machine_fk"}.Sanitize()
+			if tb.Parent != "" {
+				q := "ALTER TABLE " + ident(t.schema(), tb.Name) + " DROP CONSTRAINT " + tb.foreignKeyName()
 				if _, err := tx.Exec(ctx, q); err != nil {
 					return fmt.Errorf("drop foreign key of %s for the load: %w", tb.Name, err)
 				}
@@ -88,7 +88,7 @@ func fullExport(ctx context.Context, conn *pgx.Conn, db *store.DB, t Target, mod
 			return err
 		}
 		for _, tb := range s.Tables {
-			if tb.Child {
+			if tb.Parent != "" {
 				if _, err := tx.Exec(ctx, "ALTER TABLE "+ident(t.schema(), tb.Name)+" ADD "+tb.foreignKey(t.schema())); err != nil {
 					return fmt.Errorf("restore foreign key of %s: %w", tb.Name, err)
 				}
@@ -203,6 +203,9 @@ func produce(db *store.DB, s *Schema, out chan<- *rowSet, stop <-chan struct{}, 
 		}
 		for _, n := range nodes {
 			rs.add("nodes", s.Table("nodes").row(nil, n))
+		}
+		if err := rs.addDHCPImagesJobs(stx); err != nil {
+			return err
 		}
 		return flush()
 	})

@@ -25,7 +25,8 @@ func TestSchemaFromGoTypes(t *testing.T) {
 	}
 	want := []string{"machines", "machine_macs", "bmcs", "inventories", "dimms", "cpus", "disks", "nvme",
 		"nvme_namespaces", "nics", "ib_hcas", "ib_ports", "gpus", "pci_devices", "lldp_neighbors",
-		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes"}
+		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes",
+		"lease_blocks", "leases", "images", "image_files", "bmc_jobs"}
 	var names []string
 	for _, tb := range s.Tables {
 		names = append(names, tb.Name)
@@ -73,6 +74,16 @@ func TestSchemaFromGoTypes(t *testing.T) {
 		if _, ok := s.Table("bmcs").Skipped[k]; !ok {
 			t.Errorf("bmcs must skip %s", k)
 		}
+	}
+	// Children reference their parent's key: a machine's tables machines.id,
+	// image_files images.name.
+	for _, tb := range s.Tables {
+		if tb.Child && (tb.Parent != "machines" || tb.ParentKey != "machine_id") {
+			t.Errorf("machine child table %s references %s(%s)", tb.Name, tb.Parent, tb.ParentKey)
+		}
+	}
+	if tf := s.Table("image_files"); tf.Parent != "images" || tf.ParentKey != "image" || tf.Child {
+		t.Errorf("image_files: parent %s(%s), machine child %v; want images(image), not a machine's", tf.Parent, tf.ParentKey, tf.Child)
 	}
 	// A field of a kind the generator does not know stops it, by name.
 	type future struct {
@@ -159,6 +170,7 @@ func TestExportFleet(t *testing.T) {
 	f := newFleet(t)
 	f.commission(t, 0, 1000)
 	f.network(t)
+	f.dhcpImagesJobs(t)
 	// Some history: machines added by hand, sent back to new, forgotten.
 	f.apply(t,
 		&raftfsm.MachineCreate{ID: "m-00000000aaaa", Name: "spare-1", MACs: []string{"02:00:00:00:00:01"}, Now: f.tick()},
@@ -173,6 +185,12 @@ func TestExportFleet(t *testing.T) {
 	}
 	if !st.Created || st.Machines != 1000 || st.Rows["machines"] != 1000 {
 		t.Errorf("stats: created %v, %d machines, %d machine rows; want created, 1000, 1000", st.Created, st.Machines, st.Rows["machines"])
+	}
+	wantRows := map[string]int{"lease_blocks": 2, "leases": 4, "images": 2, "image_files": 5, "bmc_jobs": 3}
+	for tb, n := range wantRows {
+		if st.Rows[tb] != n {
+			t.Errorf("%s: %d rows exported, want %d", tb, st.Rows[tb], n)
+		}
 	}
 	applied, _, _ := f.db.Applied()
 	if st.Index != applied {
@@ -386,6 +404,22 @@ func TestSchemaMigration(t *testing.T) {
 	st, err := Export(t.Context(), f.db, srv.DSN(), schema)
 	if err != nil || !st.Created || st.Machines != 20 {
 		t.Fatalf("export over an older layout: %+v, %v; want recreated with 20 machines", st, err)
+	}
+	// An export made by the previous version (before leases, images and
+	// jobs) is rebuilt with the new tables.
+	if _, err := conn.Exec(t.Context(), "UPDATE "+ident(schema, "schema_version")+fmt.Sprintf(" SET version = %d", SchemaVersion-1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "DROP TABLE "+ident(schema, "bmc_jobs")); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Export(t.Context(), f.db, srv.DSN(), schema)
+	if err != nil || !st.Created {
+		t.Fatalf("export over the previous version: %+v, %v; want recreated", st, err)
+	}
+	var jobs int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM "+ident(schema, "bmc_jobs")).Scan(&jobs); err != nil || jobs != 0 {
+		t.Errorf("bmc_jobs after the migration: %d rows (%v), want an empty table", jobs, err)
 	}
 	if _, err := conn.Exec(t.Context(), "UPDATE "+ident(schema, "schema_version")+fmt.Sprintf(" SET version = %d", SchemaVersion+1)); err != nil {
 		t.Fatal(err)

@@ -137,6 +137,60 @@ func (f *fleet) network(t testing.TB) {
 	f.apply(t, &raftfsm.AddressClaim{Address: store.Address{IP: netip.MustParseAddr("10.20.0.20"), How: store.HowReserved, Name: "vip", Created: now}})
 }
 
+var (
+	poolSubnet = netip.MustParsePrefix("10.20.0.0/16")
+	pxeBlock1  = netip.MustParseAddr("10.20.200.1")  // 10.20.200.1–64, node1's
+	pxeBlock2  = netip.MustParseAddr("10.20.200.65") // 10.20.200.65–128, node2's
+)
+
+// sha is a SHA-256 in hex made from a byte.
+func sha(b byte) string { return strings.Repeat(fmt.Sprintf("%02x", b), 32) }
+
+// dhcpImagesJobs gives the fleet (after network) lease blocks and leases in
+// the dynamic range, a declined address, boot images and BMC jobs, all
+// through the state machine.
+func (f *fleet) dhcpImagesJobs(t testing.TB) {
+	t.Helper()
+	now := f.tick()
+	f.apply(t,
+		&raftfsm.LeaseBlockClaim{Subnet: poolSubnet, First: pxeBlock1, Last: netip.MustParseAddr("10.20.200.64"), Node: "node1", Expires: now.Add(time.Hour), Now: now},
+		&raftfsm.LeaseBlockClaim{Subnet: poolSubnet, First: pxeBlock2, Last: netip.MustParseAddr("10.20.200.128"), Node: "node2", Expires: now.Add(time.Hour), Now: now},
+	)
+	now = f.tick()
+	f.apply(t,
+		&raftfsm.LeaseBatch{Node: "node1", Now: now, Grants: []raftfsm.LeaseGrant{
+			{IP: netip.MustParseAddr("10.20.200.5"), MAC: "02:aa:00:00:00:05", ClientID: "01:02:aa:00:00:00:05", Hostname: "node-05", Granted: now, Expires: now.Add(30 * time.Minute)},
+			{IP: netip.MustParseAddr("10.20.200.6"), MAC: "02:aa:00:00:00:06", Granted: now, Expires: now.Add(30 * time.Minute)},
+		}, Seen: []store.Seen{{MAC: "02:aa:00:00:00:05", Node: "node1", Interface: "eno1", VLAN: "dc1/100", Arch: 7, Last: now}}},
+		&raftfsm.LeaseBatch{Node: "node2", Now: now, Grants: []raftfsm.LeaseGrant{
+			{IP: netip.MustParseAddr("10.20.200.70"), MAC: "02:aa:00:00:00:70", Granted: now, Expires: now.Add(20 * time.Minute)},
+		}, Releases: []raftfsm.LeaseRelease{
+			// A DECLINE of an address nobody leased: no subnet.
+			{IP: netip.MustParseAddr("10.20.200.200"), MAC: "02:aa:00:00:00:c8", Declined: true, Until: now.Add(10 * time.Minute)},
+		}},
+		&raftfsm.ImagePut{Image: store.Image{Name: "ubuntu-24.04", Nodes: []string{"node1"}, Created: now, Files: []store.ImageFile{
+			{Name: "kernel", Size: 14_000_000, SHA256: sha(1)}, {Name: "initrd", Size: 80_000_000, SHA256: sha(2)}, {Name: "squashfs", Size: 900_000_000, SHA256: sha(3)},
+		}}},
+		&raftfsm.ImagePut{Image: store.Image{Name: "rescue", Nodes: []string{"node2"}, Created: now, Files: []store.ImageFile{
+			{Name: "initrd", Size: 30_000_000, SHA256: sha(4)}, {Name: "kernel", Size: 12_000_000, SHA256: sha(5)},
+		}}},
+		&raftfsm.ImageHave{Name: "ubuntu-24.04", Node: "node2", Now: now, Files: []store.ImageFile{
+			{Name: "kernel", Size: 14_000_000, SHA256: sha(1)}, {Name: "initrd", Size: 80_000_000, SHA256: sha(2)}, {Name: "squashfs", Size: 900_000_000, SHA256: sha(3)},
+		}},
+		&raftfsm.BMCSet{Machine: pgtest.ID(0), Now: now, BMC: store.BMC{Driver: "redfish", Address: "10.30.0.100", User: "rollcall",
+			PasswordSealed: []byte("SEALED-SECRET-set"), PasswordAAD: "bmc-password/set", Operator: true, Settings: map[string]string{"verify": "pin"}}},
+	)
+	now = f.tick()
+	f.apply(t,
+		&raftfsm.JobEnqueue{Now: now, Job: store.Job{ID: "j-0001", Machine: pgtest.ID(0), Kind: store.JobPower, Arg: "on", Requester: "alice"}},
+		&raftfsm.JobEnqueue{Now: now, Job: store.Job{ID: "j-0002", Machine: pgtest.ID(0), Kind: store.JobBootDev, Arg: "pxe", Persistent: true, UEFI: true, Runner: "node2"}},
+		&raftfsm.JobEnqueue{Now: now, Job: store.Job{ID: "j-0003", Machine: pgtest.ID(1), Kind: store.JobProbe}},
+		&raftfsm.JobStart{ID: "j-0001", Node: "node1", Until: now.Add(time.Minute), Now: now},
+		&raftfsm.JobStart{ID: "j-0002", Node: "node2", Until: now.Add(time.Minute), Now: now},
+		&raftfsm.JobFinish{ID: "j-0001", Node: "node1", Result: "on", Now: f.tick()},
+	)
+}
+
 // waitExported waits until the mirror has exported everything applied.
 func waitExported(t testing.TB, m *Mirror, db *store.DB) Status {
 	t.Helper()
@@ -342,6 +396,10 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 		ranges    []store.Range
 		addresses []store.Address
 		nodes     []store.Node
+		blocks    []store.LeaseBlock
+		leases    []store.Lease
+		images    []store.Image
+		jobs      []store.Job
 		applied   uint64
 	}
 	want := expect{machines: map[string]store.Machine{}, reports: map[string]*inventory.Report{}, events: map[string][]store.Event{}}
@@ -382,8 +440,19 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 		if want.addresses, err = tx.Addresses(netip.Prefix{}, 0); err != nil {
 			return err
 		}
-		want.nodes, err = tx.Nodes()
-		return err
+		if want.nodes, err = tx.Nodes(); err != nil {
+			return err
+		}
+		if want.blocks, err = tx.LeaseBlocks(netip.Prefix{}); err != nil {
+			return err
+		}
+		if err := tx.ForEachLease(func(l store.Lease) error { want.leases = append(want.leases, l); return nil }); err != nil {
+			return err
+		}
+		if want.images, err = tx.Images(); err != nil {
+			return err
+		}
+		return tx.ForEachJob(func(j store.Job) error { want.jobs = append(want.jobs, j); return nil })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -523,6 +592,37 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 	compareList(t, conn, schema, s.Table("ranges"), want.ranges)
 	compareList(t, conn, schema, s.Table("addresses"), want.addresses)
 	compareList(t, conn, schema, s.Table("nodes"), want.nodes)
+	compareList(t, conn, schema, s.Table("lease_blocks"), want.blocks)
+	compareList(t, conn, schema, s.Table("leases"), want.leases)
+	compareList(t, conn, schema, s.Table("bmc_jobs"), want.jobs)
+
+	// images, with image_files folded back in.
+	wantImages, images := map[string]*store.Image{}, map[string]*store.Image{}
+	for i := range want.images {
+		wantImages[want.images[i].Name] = &want.images[i]
+	}
+	tim := s.Table("images")
+	for _, r := range readTable(t, conn, schema, tim) {
+		im := &store.Image{}
+		decode(t, tim, r, im)
+		images[im.Name] = im
+	}
+	tf := s.Table("image_files")
+	for _, r := range readTable(t, conn, schema, tf) {
+		im := images[r[0].(string)]
+		if im == nil {
+			t.Fatalf("image_files row for %s, which has no images row", r[0])
+		}
+		if int(r[1].(int32)) != len(im.Files) {
+			t.Fatalf("image_files of %s: ordinal %d after %d files", r[0], r[1], len(im.Files))
+		}
+		var file store.ImageFile
+		decode(t, tf, r, &file)
+		im.Files = append(im.Files, file)
+	}
+	if d := diffFast(wantImages, images); d != "" {
+		t.Errorf("images differ from the store (-store +postgres):\n%s", d)
+	}
 
 	var idx int64
 	if err := conn.QueryRow(context.Background(), "SELECT raft_index FROM "+ident(schema, "export_state")).Scan(&idx); err != nil {

@@ -322,6 +322,11 @@ type plan struct {
 	delMachine []string
 	delAddr    []netip.Addr
 	delNode    []string
+	delBlock   []netip.Addr
+	delLease   []netip.Addr
+	upImages   []string // replaced with their files
+	delImage   []string
+	delJob     []string
 	net        bool // fabrics, VLANs, subnets and ranges are reloaded
 }
 
@@ -339,6 +344,7 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 		p.through, p.changes = through, len(changes)
 		machines, events, dropped := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		addrs, nodes := map[string]bool{}, map[string]bool{}
+		blocks, leases, images, jobs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, c := range changes {
 			switch c.Table {
 			case "machines", "inventory":
@@ -352,10 +358,19 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				addrs[c.Key] = true
 			case "nodes":
 				nodes[c.Key] = true
+			case "lease_blocks":
+				blocks[c.Key] = true
+			case "leases":
+				leases[c.Key] = true
+			case "images":
+				images[c.Key] = true
+			case "jobs":
+				jobs[c.Key] = true
 			case "net":
-				// The store writes binary addresses into net keys, which
-				// the change log's JSON does not carry intact; the network
-				// tables are small, so they are reloaded whole.
+				// The key (the bucket key in hex, store.Tx.NetRecord)
+				// names a fabric, a VLAN, a subnet or a range; the network
+				// tables are small, so they are reloaded whole rather than
+				// record by record.
 				p.net = true
 			default:
 				// A table this version does not export (a newer store).
@@ -423,6 +438,59 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				return err
 			}
 			p.rows.add("nodes", s.Table("nodes").row(nil, n))
+		}
+		for _, k := range sortedKeys(blocks) {
+			first, err := netip.ParseAddr(k)
+			if err != nil {
+				return fmt.Errorf("change names lease block %q: %w", k, err)
+			}
+			b, err := tx.LeaseBlock(first)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delBlock = append(p.delBlock, first)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("lease_blocks", s.Table("lease_blocks").row(nil, b))
+		}
+		for _, k := range sortedKeys(leases) {
+			ip, err := netip.ParseAddr(k)
+			if err != nil {
+				return fmt.Errorf("change names lease %q: %w", k, err)
+			}
+			l, err := tx.Lease(ip)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delLease = append(p.delLease, ip)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("leases", s.Table("leases").row(nil, l))
+		}
+		for _, k := range sortedKeys(images) {
+			im, err := tx.Image(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delImage = append(p.delImage, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.addImage(im)
+			p.upImages = append(p.upImages, k)
+		}
+		for _, k := range sortedKeys(jobs) {
+			j, err := tx.Job(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delJob = append(p.delJob, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("bmc_jobs", s.Table("bmc_jobs").row(nil, j))
 		}
 		if p.net {
 			return p.rows.addNetwork(tx)
@@ -512,6 +580,34 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 		}
 		if err := upsert(ctx, tx, schema, s.Table("nodes"), p.rows.rows["nodes"]); err != nil {
 			return err
+		}
+		// Deletes by primary key, then upserts, table by table.
+		for _, d := range []struct {
+			table, column string
+			keys          any
+			n             int
+		}{
+			{"lease_blocks", "first", p.delBlock, len(p.delBlock)},
+			{"leases", "ip", p.delLease, len(p.delLease)},
+			{"images", "name", p.delImage, len(p.delImage)}, // their files go with them
+			{"bmc_jobs", "id", p.delJob, len(p.delJob)},
+		} {
+			if d.n > 0 {
+				if err := exec("DELETE FROM "+ident(schema, d.table)+" WHERE "+pgx.Identifier{d.column}.Sanitize()+" = ANY($1)", d.keys); err != nil {
+					return err
+				}
+			}
+			if err := upsert(ctx, tx, schema, s.Table(d.table), p.rows.rows[d.table]); err != nil {
+				return err
+			}
+		}
+		if len(p.upImages) > 0 {
+			if err := exec("DELETE FROM "+ident(schema, "image_files")+" WHERE image = ANY($1)", p.upImages); err != nil {
+				return err
+			}
+			if err := copyRows(s.Table("image_files")); err != nil {
+				return err
+			}
 		}
 		if p.net {
 			for _, name := range []string{"fabrics", "vlans", "subnets", "ranges"} {

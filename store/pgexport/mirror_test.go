@@ -3,6 +3,7 @@ package pgexport
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -210,4 +211,108 @@ func TestMirrorFallsBackToFullExport(t *testing.T) {
 		t.Errorf("%d full exports, want 1", st.FullExports)
 	}
 	compareAll(t, srv.Conn(t), schema, f.db)
+}
+
+// The mirror follows lease blocks, leases, images (with their files) and
+// BMC jobs through creates, updates and deletes.
+func TestMirrorFollowsLeasesImagesJobs(t *testing.T) {
+	srv := server(t)
+	f := newFleet(t)
+	f.commission(t, 0, 10)
+	f.network(t)
+	f.dhcpImagesJobs(t)
+	schema := schemaName(t)
+	m, _ := runMirror(t, f.db, srv.DSN(), schema, nil)
+	waitExported(t, m, f.db)
+	conn := srv.Conn(t)
+	compareAll(t, conn, schema, f.db)
+
+	now := f.tick()
+	ip := netip.MustParseAddr
+	f.apply(t,
+		// Blocks: one claimed, one renewed, one given up in quarantine.
+		&raftfsm.LeaseBlockClaim{Subnet: poolSubnet, First: ip("10.20.200.129"), Last: ip("10.20.200.192"), Node: "node1", Expires: now.Add(time.Hour), Now: now},
+		&raftfsm.LeaseBlockRenew{Node: "node1", Blocks: []netip.Addr{pxeBlock1}, Expires: now.Add(2 * time.Hour), Now: now},
+		&raftfsm.LeaseBlockRelease{Node: "node2", Blocks: []netip.Addr{pxeBlock2}, Quarantine: now.Add(5 * time.Minute), Now: now},
+		// Leases: one granted, one renewed under a new name, one released.
+		&raftfsm.LeaseBatch{Node: "node1", Now: now, Grants: []raftfsm.LeaseGrant{
+			{IP: ip("10.20.200.7"), MAC: "02:aa:00:00:00:07", Granted: now, Expires: now.Add(50 * time.Minute)},
+			{IP: ip("10.20.200.5"), MAC: "02:aa:00:00:00:05", Hostname: "renamed-05", Granted: now, Expires: now.Add(50 * time.Minute)},
+			{IP: ip("10.20.200.130"), MAC: "02:aa:00:00:00:82", Granted: now, Expires: now.Add(40 * time.Minute)},
+		}, Releases: []raftfsm.LeaseRelease{{IP: ip("10.20.200.6"), MAC: "02:aa:00:00:00:06"}}},
+		// Leases that ended: node2's and the declined address.
+		&raftfsm.LeaseExpire{First: ip("10.20.200.1"), Last: ip("10.20.200.254"), Now: now.Add(25 * time.Minute)},
+		// Images: one more node holds one, another is gone with its files,
+		// a third is new.
+		&raftfsm.ImageHave{Name: "rescue", Node: "node1", Now: now, Files: []store.ImageFile{
+			{Name: "initrd", Size: 30_000_000, SHA256: sha(4)}, {Name: "kernel", Size: 12_000_000, SHA256: sha(5)},
+		}},
+		&raftfsm.ImageDelete{Name: "ubuntu-24.04"},
+		&raftfsm.ImagePut{Image: store.Image{Name: "alma-9", Nodes: []string{"node2"}, Created: now, Files: []store.ImageFile{
+			{Name: "kernel", Size: 13_000_000, SHA256: sha(6)}, {Name: "initrd", Size: 70_000_000, SHA256: sha(7)},
+		}}},
+		// Jobs: one taken, one finished with an error.
+		&raftfsm.JobStart{ID: "j-0003", Node: "node1", Until: now.Add(time.Minute), Now: now},
+		&raftfsm.JobFinish{ID: "j-0002", Node: "node2", Error: "BMC did not answer", Now: now},
+	)
+	// An image deleted and imported again under its name in one batch:
+	// only the new files remain.
+	if err := f.log.ApplyBatch(
+		&raftfsm.ImageDelete{Name: "rescue"},
+		&raftfsm.ImagePut{Image: store.Image{Name: "rescue", Nodes: []string{"node1"}, Created: f.tick(), Files: []store.ImageFile{
+			{Name: "kernel", Size: 12_500_000, SHA256: sha(8)}, {Name: "initrd", Size: 31_000_000, SHA256: sha(9)}, {Name: "squashfs", Size: 1_000, SHA256: sha(10)},
+		}}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	// A week later a new job prunes the machine's finished ones; the
+	// machine of a pending job is deleted, and its job stays on record.
+	f.apply(t,
+		&raftfsm.JobEnqueue{Now: now.Add(8 * 24 * time.Hour), Job: store.Job{ID: "j-0004", Machine: pgtest.ID(0), Kind: store.JobRecommit}},
+		&raftfsm.MachineDelete{ID: pgtest.ID(1)},
+	)
+	// No command deletes a block yet (a range's removal will): do what it
+	// will do, in a store transaction of its own index.
+	f.log.Index++
+	err := f.db.Update(func(tx *store.Tx) error {
+		tx.Index = f.log.Index
+		if err := tx.DeleteLeaseBlock(pxeBlock2); err != nil {
+			return err
+		}
+		return tx.SetApplied(f.log.Index, 1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitExported(t, m, f.db)
+	compareAll(t, conn, schema, f.db)
+
+	// The cases above happened, rather than failing quietly.
+	count := func(q string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(t.Context(), strings.ReplaceAll(q, "S.", pgxIdent(schema)+"."), args...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	checks := []struct {
+		what string
+		q    string
+		args []any
+		want int
+	}{
+		{"lease blocks", "SELECT count(*) FROM S.lease_blocks", nil, 2},
+		{"leases", "SELECT count(*) FROM S.leases", nil, 3},
+		{"renamed lease", "SELECT count(*) FROM S.leases WHERE hostname = 'renamed-05'", nil, 1},
+		{"ubuntu files", "SELECT count(*) FROM S.image_files WHERE image = 'ubuntu-24.04'", nil, 0},
+		{"rescue files", "SELECT count(*) FROM S.image_files WHERE image = 'rescue'", nil, 3},
+		{"jobs", "SELECT count(*) FROM S.bmc_jobs", nil, 2},
+		{"job of a deleted machine", "SELECT count(*) FROM S.bmc_jobs j WHERE j.machine_id = $1 AND NOT EXISTS (SELECT 1 FROM S.machines m WHERE m.id = j.machine_id)", []any{pgtest.ID(1)}, 1},
+	}
+	for _, c := range checks {
+		if got := count(c.q, c.args...); got != c.want {
+			t.Errorf("%s: %d, want %d", c.what, got, c.want)
+		}
+	}
 }

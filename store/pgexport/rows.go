@@ -119,6 +119,44 @@ func (r *rowSet) addNetwork(tx *store.Tx) error {
 	return nil
 }
 
+// addImage adds an image and its files.
+func (r *rowSet) addImage(im store.Image) {
+	r.add("images", r.s.Table("images").row(nil, im))
+	t := r.s.Table("image_files")
+	for i := range im.Files {
+		r.add("image_files", t.row([]any{im.Name, int32(i)}, &im.Files[i]))
+	}
+}
+
+// addDHCPImagesJobs adds every lease block, lease, image and BMC job.
+func (r *rowSet) addDHCPImagesJobs(tx *store.Tx) error {
+	blocks, err := tx.LeaseBlocks(netip.Prefix{}) // the zero prefix lists every block
+	if err != nil {
+		return err
+	}
+	for _, b := range blocks {
+		r.add("lease_blocks", r.s.Table("lease_blocks").row(nil, b))
+	}
+	err = tx.ForEachLease(func(l store.Lease) error {
+		r.add("leases", r.s.Table("leases").row(nil, l))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	images, err := tx.Images()
+	if err != nil {
+		return err
+	}
+	for _, im := range images {
+		r.addImage(im)
+	}
+	return tx.ForEachJob(func(j store.Job) error {
+		r.add("bmc_jobs", r.s.Table("bmc_jobs").row(nil, j))
+		return nil
+	})
+}
+
 // cleanInventory parses a stored report and returns it as jsonb without
 // the BMC password (the server strips it before storing; this makes sure an
 // older record cannot leak one) and without NUL characters, which

@@ -21,7 +21,10 @@ import (
 // SchemaVersion is the layout of the exported tables. Bump it when a
 // change is not a plain consequence of the Go types (a key, a rename); a
 // field added to a store type changes the layout hash on its own.
-const SchemaVersion = 1
+//
+// 2: leases, lease_blocks, images, image_files and bmc_jobs; foreign keys
+// named after their column.
+const SchemaVersion = 2
 
 // Column is one column of an exported table.
 type Column struct {
@@ -44,14 +47,19 @@ type Table struct {
 	Primary []string
 	// Child tables hold rows of one machine: machine_id references
 	// machines and the rows go with it.
-	Child   bool
-	Indexes [][]string
+	Child bool
+	// Parent is the table whose rows own this table's rows (machines for
+	// a machine's child tables, images for image_files): column ParentKey
+	// references the parent's primary key, ON DELETE CASCADE.
+	Parent, ParentKey string
+	Indexes           [][]string
 	// Skipped names the Go fields (by JSON name) that are not columns of
 	// this table, and why: a child table, or a secret.
 	Skipped map[string]string
 
-	goType reflect.Type
-	keys   int // leading columns the caller supplies
+	goType        reflect.Type
+	keys          int    // leading columns the caller supplies
+	parentPrimary string // the parent's primary key column ParentKey references
 }
 
 // Schema is the list of exported tables in creation order (parents first).
@@ -80,7 +88,9 @@ type spec struct {
 	keys          []Column // leading columns the caller supplies
 	extra         []Column // trailing columns the caller supplies
 	primary       []string
-	child         bool
+	child         bool   // a machine's child table (parent machines, key machine_id)
+	parent        string // the owning table, for a child of another table
+	parentKey     string // the column that references parent
 	indexes       [][]string
 	skip          map[string]string // JSON field name (with prefix) → why
 	types         map[string]string // JSON field name → SQL type, for fields stored as jsonb
@@ -182,6 +192,35 @@ func specs() []spec {
 			name: "nodes", of: store.Node{}, primary: []string{"name"}, rename: rename,
 			comment: "Appliance nodes: the members of the Raft cluster.",
 		},
+		{
+			name: "lease_blocks", of: store.LeaseBlock{}, primary: []string{"first"}, rename: rename,
+			comment: "Blocks of the dynamic ranges, each owned by one appliance node for a while: a node hands out DHCP leases only from blocks it owns, and a lease never outlives its block.",
+			indexes: [][]string{{"subnet"}, {"node"}},
+		},
+		{
+			name: "leases", of: store.Lease{}, primary: []string{"ip"}, rename: rename,
+			comment: "DHCP leases granted by the appliance nodes, and addresses held out of use after a client declined them.",
+			indexes: [][]string{{"mac"}, {"subnet"}},
+		},
+		{
+			name: "images", of: store.Image{}, primary: []string{"name"}, rename: rename,
+			comment: "Boot images (kernel, initrd, optional squashfs); their files are in image_files.",
+			skip:    map[string]string{"files": "table image_files"},
+		},
+		{
+			name: "image_files", of: store.ImageFile{}, primary: []string{"image", "ordinal"},
+			parent: "images", parentKey: "image",
+			comment: "The files of each boot image (Image.Files), in the record's order; they go with their image.",
+			keys: []Column{
+				{Name: "image", Type: "text", Comment: "the image (images.name) the file belongs to"},
+				{Name: "ordinal", Type: "integer", Comment: "position in Image.Files, from 0"},
+			},
+		},
+		{
+			name: "bmc_jobs", of: store.Job{}, primary: []string{"id"}, rename: rename,
+			comment: "BMC commands (power, boot device, recommission, probe, detect) queued through Raft, and their results once done. No credential is part of a job. A job's record outlives its machine, so machine_id is not a foreign key.",
+			indexes: [][]string{{"machine_id"}, {"done"}},
+		},
 	}
 }
 
@@ -193,6 +232,13 @@ var loadSchema = sync.OnceValues(func() (*Schema, error) {
 		t, err := build(sp)
 		if err != nil {
 			return nil, err
+		}
+		if t.Parent != "" {
+			p, ok := s.byName[t.Parent]
+			if !ok || len(p.Primary) != 1 {
+				return nil, fmt.Errorf("table %s: parent %s must come first and have a one-column primary key", t.Name, t.Parent)
+			}
+			t.parentPrimary = p.Primary[0]
 		}
 		s.Tables = append(s.Tables, t)
 		s.byName[t.Name] = t
@@ -207,7 +253,11 @@ func LoadSchema() (*Schema, error) { return loadSchema() }
 
 func build(sp spec) (*Table, error) {
 	t := &Table{Name: sp.name, Comment: sp.comment, Primary: sp.primary, Child: sp.child,
+		Parent: sp.parent, ParentKey: sp.parentKey,
 		Indexes: sp.indexes, Skipped: map[string]string{}, keys: len(sp.keys)}
+	if sp.child {
+		t.Parent, t.ParentKey = "machines", "machine_id"
+	}
 	t.Columns = append(t.Columns, sp.keys...)
 	if sp.of != nil {
 		t.goType = reflect.TypeOf(sp.of)
@@ -245,6 +295,9 @@ func build(sp spec) (*Table, error) {
 	}
 	if sp.child && !seen["machine_id"] {
 		return nil, fmt.Errorf("table %s: a machine's child table needs machine_id", sp.name)
+	}
+	if t.Parent != "" && !seen[t.ParentKey] {
+		return nil, fmt.Errorf("table %s: a child of %s needs column %q", sp.name, t.Parent, t.ParentKey)
 	}
 	return t, nil
 }
@@ -455,7 +508,7 @@ func (s *Schema) ddl(schema string) []string {
 		if len(pk) > 0 {
 			cols = append(cols, "PRIMARY KEY ("+strings.Join(pk, ", ")+")")
 		}
-		if t.Child {
+		if t.Parent != "" {
 			cols = append(cols, t.foreignKey(schema))
 		}
 		out = append(out, "CREATE TABLE "+ident(schema, t.Name)+" (\n  "+strings.Join(cols, ",\n  ")+"\n)")
@@ -464,8 +517,8 @@ func (s *Schema) ddl(schema string) []string {
 			out = append(out, "COMMENT ON COLUMN "+ident(schema, t.Name)+"."+pgx.Identifier{c.Name}.Sanitize()+" IS "+quoteLit(c.Comment))
 		}
 		idx := t.Indexes
-		if t.Child && t.Primary[0] != "machine_id" {
-			idx = append(idx, []string{"machine_id"})
+		if t.Parent != "" && t.Primary[0] != t.ParentKey {
+			idx = append(idx, []string{t.ParentKey})
 		}
 		for _, cols := range idx {
 			var q []string
@@ -479,10 +532,15 @@ func (s *Schema) ddl(schema string) []string {
 	return out
 }
 
-// foreignKey is a child table's reference to its machine. A full export
-// drops it while it loads and adds it back after (one validating join
-// instead of a trigger per row: about 40% of the load time).
+// foreignKey is a child table's reference to its parent (a machine, an
+// image). A full export drops it while it loads and adds it back after (one
+// validating join instead of a trigger per row: about 40% of the load
+// time).
 func (t *Table) foreignKey(schema string) string {
-	return "CONSTRAINT " + pgx.Identifier{t.Name + "_machine_fk"}.Sanitize() +
-		` FOREIGN KEY ("machine_id") REFERENCES ` + ident(schema, "machines") + ` ("id") ON DELETE CASCADE`
+	return "CONSTRAINT " + t.foreignKeyName() + " FOREIGN KEY (" + pgx.Identifier{t.ParentKey}.Sanitize() + ") REFERENCES " +
+		ident(schema, t.Parent) + " (" + pgx.Identifier{t.parentPrimary}.Sanitize() + ") ON DELETE CASCADE"
+}
+
+func (t *Table) foreignKeyName() string {
+	return pgx.Identifier{t.Name + "_" + t.ParentKey + "_fk"}.Sanitize()
 }
