@@ -237,12 +237,13 @@ func fabricRm(args []string, stdout io.Writer) error {
 // ---- vlan
 
 func vlanAdd(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF]… [-mtu N]")
+	fs := newNetFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME [-iface IF]]… [-mtu N]")
 	dhcp := fs.Bool("dhcp", false, "serve DHCP and PXE on this VLAN")
 	proxy := fs.Bool("proxy-dhcp", false, "serve proxy DHCP (PXE only) beside another DHCP server")
 	var nodes, ifaces listFlag
-	fs.Var(&nodes, "node", "appliance node that serves DHCP here (repeat with -iface)")
-	fs.Var(&ifaces, "iface", "the node's interface on this VLAN")
+	fs.Var(&nodes, "node", "appliance node that serves DHCP here (repeatable; -iface names its interface)")
+	fs.Var(&nodes, "rack", "the reference's name for -node")
+	fs.Var(&ifaces, "iface", "the node's interface on this VLAN (default: the one with an address in the VLAN's subnet)")
 	mtu := fs.Int("mtu", 0, "MTU (0: the default)")
 	c, err := fs.client(args, 2)
 	if err != nil {
@@ -275,12 +276,16 @@ func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []store.VLANSe
 	case proxy:
 		mode = store.DHCPProxy
 	}
-	if len(nodes) != len(ifaces) {
-		return "", nil, fmt.Errorf("each -node needs its -iface (%d nodes, %d interfaces)", len(nodes), len(ifaces))
+	if len(ifaces) > len(nodes) || len(ifaces) > 0 && len(ifaces) != len(nodes) {
+		return "", nil, fmt.Errorf("give one -iface per -node, or none (%d nodes, %d interfaces)", len(nodes), len(ifaces))
 	}
 	var servers []store.VLANServer
 	for i := range nodes {
-		servers = append(servers, store.VLANServer{Node: nodes[i], Iface: ifaces[i]})
+		s := store.VLANServer{Node: nodes[i]}
+		if i < len(ifaces) {
+			s.Iface = ifaces[i]
+		}
+		servers = append(servers, s)
 	}
 	return mode, servers, nil
 }
@@ -304,7 +309,11 @@ func mtuOf(m int) string {
 func servers(ss []store.VLANServer) string {
 	var out []string
 	for _, s := range ss {
-		out = append(out, s.Node+" ("+s.Iface+")")
+		if s.Iface == "" {
+			out = append(out, s.Node)
+		} else {
+			out = append(out, s.Node+" ("+s.Iface+")")
+		}
 	}
 	return dash(strings.Join(out, ", "))
 }

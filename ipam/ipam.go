@@ -88,16 +88,16 @@ func CheckVLAN(tx *store.Tx, v store.VLAN, replace bool) error {
 	}
 	seen := map[string]bool{}
 	for _, s := range v.Servers {
-		if s.Node == "" || s.Iface == "" {
-			return invalid("a DHCP server needs both a node and an interface")
+		if s.Node == "" {
+			return invalid("a DHCP server needs a node")
 		}
 		if seen[s.Node] {
 			return invalid("node %q is named twice", s.Node)
 		}
 		seen[s.Node] = true
 	}
-	_, err := tx.VLAN(v.Fabric, v.VID)
-	if err == nil && !replace {
+	old, err := tx.VLAN(v.Fabric, v.VID)
+	if err == nil && !replace && !old.Implicit {
 		return conflict("VLAN %d already exists on fabric %q", v.VID, v.Fabric)
 	}
 	if err != nil && replace {
@@ -142,8 +142,8 @@ func CheckSubnet(tx *store.Tx, s store.Subnet) error {
 	if _, err := tx.Fabric(s.Fabric); err != nil {
 		return err
 	}
-	if _, err := tx.VLAN(s.Fabric, s.VID); err != nil {
-		return fmt.Errorf("subnet %s: %w (add it with `rollcall vlan add %s %d`)", s.CIDR, err, s.Fabric, s.VID)
+	if s.VID < 0 || s.VID > 4094 {
+		return invalid("VID %d is outside 0–4094 (0 is untagged)", s.VID)
 	}
 	if !slices.Contains(store.Purposes, s.Purpose) {
 		return invalid("purpose %q is not one of %s", s.Purpose, strings.Join(store.Purposes, ", "))
@@ -213,6 +213,25 @@ func lastOf(p netip.Prefix) netip.Addr {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a
+}
+
+// AddSubnet records a checked subnet, creating its VLAN (DHCP off, marked
+// implicit) when the VID has none yet, and adopts the addresses machines
+// already have in it.
+func AddSubnet(tx *store.Tx, s store.Subnet) error {
+	if err := CheckSubnet(tx, s); err != nil {
+		return err
+	}
+	if _, err := tx.VLAN(s.Fabric, s.VID); err != nil {
+		if err := tx.PutVLAN(store.VLAN{Fabric: s.Fabric, VID: s.VID, DHCP: store.DHCPOff, Implicit: true, Created: s.Created}); err != nil {
+			return err
+		}
+	}
+	if err := tx.PutSubnet(s); err != nil {
+		return err
+	}
+	_, err := Adopt(tx, s.CIDR)
+	return err
 }
 
 // CheckDeleteSubnet refuses to remove a subnet that still has addresses,

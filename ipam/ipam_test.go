@@ -49,11 +49,11 @@ func TestRules(t *testing.T) {
 			cmd:     subnet("10.51.0.0/24", "10.52.0.1"),
 			wantErr: store.ErrInvalid, mention: []string{"10.52.0.1", "10.51.0.0/24"},
 		},
-		"subnet on an unknown VLAN": {
+		"subnet VID outside 0–4094": {
 			cmd: &raftfsm.SubnetPut{Subnet: store.Subnet{
-				CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 200, Purpose: "storage", Created: t0,
+				CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 4095, Purpose: "storage", Created: t0,
 			}},
-			wantErr: store.ErrNotFound, mention: []string{"hall-a/200", "10.60.0.0/24"},
+			wantErr: store.ErrInvalid, mention: []string{"4095"},
 		},
 		"unknown purpose": {
 			cmd: &raftfsm.SubnetPut{Subnet: store.Subnet{
@@ -521,5 +521,30 @@ func TestHintsFollowRanges(t *testing.T) {
 				t.Fatalf("store holds %d addresses, the model %d", n, len(used))
 			}
 		})
+	}
+}
+
+// The reference's order: `subnet add … -vid 200` before any `vlan add`
+// creates VLAN 200 (DHCP off, implicit), and a later `vlan add` describes it
+// instead of failing; a second explicit `vlan add` is a conflict.
+func TestSubnetCreatesItsVLAN(t *testing.T) {
+	c := newCopy(t)
+	c.must(fabric("hall-a"))
+	c.must(&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 200, Purpose: "storage", Created: t0}})
+	var v store.VLAN
+	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
+	if !v.Implicit || v.DHCP != store.DHCPOff {
+		t.Fatalf("implicit VLAN: %+v", v)
+	}
+	add := &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 200, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "rack1"}}, Created: t0}}
+	if err := c.apply(add); err != nil {
+		t.Fatalf("vlan add over an implicit VLAN: %v", err)
+	}
+	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
+	if v.Implicit || v.DHCP != store.DHCPFull {
+		t.Fatalf("described VLAN: %+v", v)
+	}
+	if err := c.apply(add); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second vlan add: %v", err)
 	}
 }

@@ -107,7 +107,12 @@ func (c *VLANPut) apply(tx *store.Tx) error {
 	if err := ipam.CheckVLAN(tx, c.VLAN, c.Replace); err != nil {
 		return err
 	}
-	return tx.PutVLAN(c.VLAN)
+	v := c.VLAN
+	v.Implicit = false // an operator has described it now
+	if old, err := tx.VLAN(v.Fabric, v.VID); err == nil && !c.Replace {
+		v.Created = old.Created
+	}
+	return tx.PutVLAN(v)
 }
 
 func (c *VLANDelete) apply(tx *store.Tx) error {
@@ -117,16 +122,7 @@ func (c *VLANDelete) apply(tx *store.Tx) error {
 	return tx.DeleteVLAN(c.Fabric, c.VID)
 }
 
-func (c *SubnetPut) apply(tx *store.Tx) error {
-	if err := ipam.CheckSubnet(tx, c.Subnet); err != nil {
-		return err
-	}
-	if err := tx.PutSubnet(c.Subnet); err != nil {
-		return err
-	}
-	_, err := ipam.Adopt(tx, c.Subnet.CIDR)
-	return err
-}
+func (c *SubnetPut) apply(tx *store.Tx) error { return ipam.AddSubnet(tx, c.Subnet) }
 
 func (c *SubnetDelete) apply(tx *store.Tx) error { return ipam.DeleteSubnet(tx, c.CIDR, c.Force) }
 

@@ -240,7 +240,10 @@ func (t *Tx) PutSeen(s Seen) error {
 	if err := t.getJSON(bucketSeen, s.MAC, &old); err == nil && old.Last.After(s.Last) {
 		return nil
 	}
-	return t.putJSON(bucketSeen, s.MAC, s)
+	if err := t.putJSON(bucketSeen, s.MAC, s); err != nil {
+		return err
+	}
+	return t.logChange("seen", s.MAC, OpPut)
 }
 
 // SeenMAC returns the last sighting of a MAC.

@@ -45,7 +45,8 @@ const (
 )
 
 // VLANServer is an appliance node that serves DHCP/PXE on a VLAN, on one of
-// its network interfaces.
+// its network interfaces (empty: the interface that holds an address in one
+// of the VLAN's subnets, found when the node starts serving).
 type VLANServer struct {
 	Node  string `json:"node"`
 	Iface string `json:"iface"`
@@ -58,8 +59,11 @@ type VLAN struct {
 	MTU     int          `json:"mtu"`
 	DHCP    string       `json:"dhcp"`
 	Servers []VLANServer `json:"servers,omitempty"`
-	Created time.Time    `json:"created"`
-	Index   uint64       `json:"index"`
+	// Implicit marks a VLAN created by `subnet add` naming a VID that had
+	// no VLAN yet (as MAAS does); `vlan add` may then take it over.
+	Implicit bool      `json:"implicit,omitempty"`
+	Created  time.Time `json:"created"`
+	Index    uint64    `json:"index"`
 }
 
 // Subnet purposes.
