@@ -186,7 +186,13 @@ func (n *Node) commissionCommand(rep *inventory.Report, remote string) (*raftfsm
 		}
 		rep.BMC.Password = ""
 	}
-	doc, err := json.Marshal(rep)
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		return nil, err
+	}
+	// Compressed once here; the log, replication and every store carry the
+	// small form (store.CompressDocument).
+	doc, err := store.CompressDocument(raw)
 	if err != nil {
 		return nil, err
 	}

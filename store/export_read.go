@@ -43,7 +43,11 @@ func EventSeq(changeKey string) (uint32, error) {
 func (t *Tx) ForEachInventory(fn func(id string, doc []byte) error) error {
 	c := t.tx.Bucket(bucketInventory).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if err := fn(string(k), v); err != nil {
+		doc, err := ExpandDocument(v)
+		if err != nil {
+			return fmt.Errorf("inventory of %s: %w", k, err)
+		}
+		if err := fn(string(k), doc); err != nil {
 			return err
 		}
 	}

@@ -334,16 +334,17 @@ func (t *Tx) MachineIDsByKey(key string) []string { return t.lookup(bucketMachin
 func (t *Tx) MachineIDsByIP(ip string) []string { return t.lookup(bucketMachineByIP, ip) }
 
 // Inventory returns the last inventory report stored for a machine, as the
-// agent sent it (without the BMC password).
+// agent sent it (without the BMC password), as JSON.
 func (t *Tx) Inventory(id string) ([]byte, error) {
 	b := t.tx.Bucket(bucketInventory).Get([]byte(id))
 	if b == nil {
 		return nil, fmt.Errorf("inventory of %q: %w", id, ErrNotFound)
 	}
-	return append([]byte(nil), b...), nil
+	return ExpandDocument(b)
 }
 
-// PutInventory stores a machine's inventory report.
+// PutInventory stores a machine's inventory report: JSON, or the form
+// CompressDocument made.
 func (t *Tx) PutInventory(id string, doc []byte) error {
 	if !t.write {
 		return ErrReadOnly

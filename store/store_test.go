@@ -228,3 +228,29 @@ func TestLookupIgnoresValuesWithNUL(t *testing.T) {
 		return nil
 	})
 }
+
+func TestCompressedDocuments(t *testing.T) {
+	doc := []byte(`{"version":1,"pci":[` + strings.Repeat(`{"address":"0000:00:00.0","vendor_id":"8086"},`, 500) + `{}]}`)
+	z, err := CompressDocument(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(z) >= len(doc)/4 {
+		t.Fatalf("compressed %d → %d bytes", len(doc), len(z))
+	}
+	db := open(t)
+	write(t, db, 1, func(tx *Tx) error { return tx.PutInventory("m-00000000000a", z) })
+	write(t, db, 2, func(tx *Tx) error { return tx.PutInventory("m-00000000000b", doc) }) // older entries: plain JSON
+	db.View(func(tx *Tx) error {
+		for _, id := range []string{"m-00000000000a", "m-00000000000b"} {
+			got, err := tx.Inventory(id)
+			if err != nil || !bytes.Equal(got, doc) {
+				t.Fatalf("%s: %v, %d bytes", id, err, len(got))
+			}
+		}
+		return nil
+	})
+	if _, err := ExpandDocument(append(append([]byte{}, docMagic...), 0xff, 0xfe)); err == nil {
+		t.Fatal("a damaged document expanded")
+	}
+}
