@@ -1,0 +1,197 @@
+package dhcp
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/insomniacslk/dhcp/dhcpv4"
+
+	"github.com/rollcall/rollcall/dhcp/wire"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+func TestFullLifecycle(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.ready(0)
+
+	offer, to, err := r.send(0, discover(macOf(1), xidOf(1)), clientSrc, netip.Addr{})
+	if offer == nil {
+		t.Fatalf("no offer: %v", err)
+	}
+	if offer.MessageType() != dhcpv4.MessageTypeOffer {
+		t.Fatalf("got %s, want OFFER", offer.MessageType())
+	}
+	ip := wire.Addr(offer.YourIPAddr)
+	if !netip.MustParsePrefix("10.213.1.0/24").Contains(ip) {
+		t.Fatalf("offered %s, outside the dynamic range", ip)
+	}
+	if to != netip.MustParseAddrPort("255.255.255.255:68") {
+		t.Errorf("offer sent to %s, want broadcast", to)
+	}
+	checks := map[string]bool{
+		"server id":  wire.Addr(offer.ServerIdentifier()) == r.nodes[0].addr,
+		"router":     len(offer.Router()) == 1 && wire.Addr(offer.Router()[0]) == testGW,
+		"mask /16":   offer.SubnetMask().String() == "ffff0000",
+		"dns":        len(offer.DNS()) == 1 && offer.DNS()[0].String() == "10.213.0.2",
+		"domain":     offer.DomainName() == "lab.example",
+		"lease time": offer.IPAddressLeaseTime(0) == time.Hour,
+		"mtu":        string(offer.Options[26]) == "\x05\xdc",
+		"no boot":    offer.BootFileName == "",
+	}
+	for what, ok := range checks {
+		if !ok {
+			t.Errorf("offer: %s wrong: %s", what, offer.Summary())
+		}
+	}
+
+	ack, _, err := r.send(0, requestFor(offer, xidOf(1)), clientSrc, netip.Addr{})
+	if ack == nil || ack.MessageType() != dhcpv4.MessageTypeAck {
+		t.Fatalf("no ACK: %v %v", ack, err)
+	}
+	if wire.Addr(ack.YourIPAddr) != ip {
+		t.Fatalf("ACK for %s, offered %s", ack.YourIPAddr, ip)
+	}
+	if err := r.flush(0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.storeLease(0, ip)
+	if err != nil || l.MAC != macOf(1).String() || l.Node != "n1" {
+		t.Fatalf("replicated lease = %+v, %v", l, err)
+	}
+	if !l.Expires.After(r.clock.Now().Add(50 * time.Minute)) {
+		t.Errorf("lease expires %s, want about an hour", l.Expires)
+	}
+	var seen store.Seen
+	_ = r.c.DB(0).View(func(tx *store.Tx) error { seen, err = tx.SeenMAC(macOf(1).String()); return err })
+	if seen.Node != "n1" || seen.VLAN != "f1/0" || seen.Interface != "eth0" {
+		t.Errorf("sighting = %+v, %v", seen, err)
+	}
+
+	// Renewing (unicast, ciaddr set): ACK to ciaddr:68.
+	r.clock.Advance(30 * time.Minute)
+	ack, to, _ = r.send(0, renewal(wire.IP(ip), macOf(1), xidOf(2)), netip.AddrPortFrom(ip, 68), r.nodes[0].addr)
+	if ack == nil || ack.MessageType() != dhcpv4.MessageTypeAck || wire.Addr(ack.YourIPAddr) != ip {
+		t.Fatalf("renewal: %v", ack)
+	}
+	if to != netip.AddrPortFrom(ip, 68) {
+		t.Errorf("renewal ACK to %s, want %s:68", to, ip)
+	}
+	if err := r.flush(0); err != nil {
+		t.Fatal(err)
+	}
+	l2, _ := r.storeLease(0, ip)
+	if !l2.Expires.After(l.Expires) {
+		t.Errorf("renewal not replicated: %s then %s", l.Expires, l2.Expires)
+	}
+
+	// Another client asking for that address is refused.
+	other := renewal(wire.IP(ip), macOf(2), xidOf(3))
+	nak, to, _ := r.send(0, other, clientSrc, netip.Addr{})
+	if nak == nil || nak.MessageType() != dhcpv4.MessageTypeNak || to.Addr() != broadcastAddr {
+		t.Fatalf("request for a leased address by another client: %v to %s", nak, to)
+	}
+
+	// RELEASE: the lease goes, through the log, then the address is free.
+	rel := renewal(wire.IP(ip), macOf(1), xidOf(4))
+	rel = withType(rel, dhcpv4.MessageTypeRelease)
+	if out, _, err := r.send(0, rel, netip.AddrPortFrom(ip, 68), r.nodes[0].addr); out != nil || err != nil {
+		t.Fatalf("release: %v %v", out, err)
+	}
+	if err := r.flush(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.storeLease(0, ip); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("released lease still in the store: %v", err)
+	}
+}
+
+func TestDeclineQuarantines(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.ready(0)
+	ack, err := r.dora(0, 1)
+	if ack == nil {
+		t.Fatal(err)
+	}
+	ip := wire.Addr(ack.YourIPAddr)
+	dec := discover(macOf(1), xidOf(9), dhcpv4.OptRequestedIPAddress(wire.IP(ip)))
+	dec = withType(dec, dhcpv4.MessageTypeDecline)
+	if _, _, err := r.send(0, dec, clientSrc, netip.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.flush(0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.storeLease(0, ip)
+	if err != nil || !l.Declined {
+		t.Fatalf("declined address in the store: %+v %v", l, err)
+	}
+	// Nobody gets it while quarantined, here or anywhere.
+	for i := 2; i < 100; i++ {
+		a, _ := r.dora(0, i)
+		if a != nil && wire.Addr(a.YourIPAddr) == ip {
+			t.Fatalf("client %d got declined address %s", i, ip)
+		}
+	}
+}
+
+func TestKnownMachineGetsItsAddress(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := t.Context()
+	mac := macOf(77).String()
+	if err := r.c.Apply0(ctx, &raftfsm.MachineCreate{ID: "m-0000000000aa", Name: "web1", MACs: []string{mac}, Now: r.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	fixed := netip.MustParseAddr("10.213.7.7")
+	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: store.Address{IP: fixed, How: store.HowStatic, Machine: "m-0000000000aa"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.ready(0)
+	ack, err := r.dora(0, 77)
+	if ack == nil {
+		t.Fatal(err)
+	}
+	if wire.Addr(ack.YourIPAddr) != fixed || ack.HostName() != "web1" {
+		t.Fatalf("known machine got %s (%q), want %s web1", ack.YourIPAddr, ack.HostName(), fixed)
+	}
+	// Cut off from the quorum, the node still serves it.
+	r.c.Cut(0, true)
+	r.stop(0, false)
+	r.start(0, Config{Node: "n1", DB: r.c.DB(0), Replicator: r.c.Node(0), Now: r.clock.Now, BlockSize: 32})
+	ack, err = r.dora(0, 77)
+	if ack == nil || wire.Addr(ack.YourIPAddr) != fixed {
+		t.Fatalf("cut-off node did not serve a known machine: %v %v", ack, err)
+	}
+	// A dynamic client gets nothing until the node can recover its blocks.
+	if a, err := r.dora(0, 5); a != nil || wire.DropReason(err) != wire.ReasonNoAddress {
+		t.Fatalf("cut-off restarted node leased %v (%v)", a, err)
+	}
+}
+
+func TestRelayedRequest(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.ready(0)
+	relay := netip.MustParseAddr("10.213.0.254")
+	d := discover(macOf(5), xidOf(5))
+	d.GatewayIPAddr = wire.IP(relay)
+	d.HopCount = 1
+	opt82 := []byte{1, 4, 'p', 'o', 'r', 't', 2, 3, 's', 'w', '1'}
+	d.Options[82] = opt82
+	offer, to, err := r.send(0, d, netip.AddrPortFrom(relay, 67), r.nodes[0].addr)
+	if offer == nil {
+		t.Fatal(err)
+	}
+	if to != netip.AddrPortFrom(relay, 67) {
+		t.Errorf("relayed offer to %s, want %s:67", to, relay)
+	}
+	if string(offer.Options[82]) != string(opt82) || !offer.GatewayIPAddr.Equal(wire.IP(relay)) {
+		t.Errorf("option 82 / giaddr not echoed: %s", offer.Summary())
+	}
+	// A relay from a network we do not serve is dropped with a reason.
+	d.GatewayIPAddr = wire.IP(netip.MustParseAddr("192.0.2.1"))
+	if out, _, err := r.send(0, d, netip.MustParseAddrPort("192.0.2.1:67"), r.nodes[0].addr); out != nil || wire.DropReason(err) != wire.ReasonOtherSubnet {
+		t.Fatalf("foreign relay: %v %v", out, err)
+	}
+}
