@@ -253,6 +253,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
+	go n.runDHCP(n.background())
 	if n.conf.PostgresExport != nil {
 		go n.runExportMirror(n.background(), n.conf.PostgresExport)
 	}

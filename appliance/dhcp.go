@@ -1,0 +1,225 @@
+package appliance
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/rollcall/rollcall/dhcp"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/tftp"
+)
+
+// LeaseReplicator turns the DHCP service's writes into replicated commands:
+// it is dhcp.Replicator and dhcp.Housekeeper for one node. Apply must return
+// only once the local store has the write (raftfsm.Cluster.Apply does).
+type LeaseReplicator struct {
+	Node  string
+	Apply func(context.Context, raftfsm.Command) error
+	Now   func() time.Time
+}
+
+var (
+	_ dhcp.Replicator  = LeaseReplicator{}
+	_ dhcp.Housekeeper = LeaseReplicator{}
+)
+
+func (r LeaseReplicator) now() time.Time {
+	if r.Now != nil {
+		return r.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// ClaimBlock claims a block of a dynamic range for this node.
+func (r LeaseReplicator) ClaimBlock(ctx context.Context, subnet netip.Prefix, first, last netip.Addr, expires time.Time) error {
+	return r.Apply(ctx, &raftfsm.LeaseBlockClaim{Subnet: subnet, First: first, Last: last, Node: r.Node, Expires: expires, Now: r.now()})
+}
+
+// RenewBlocks extends this node's blocks.
+func (r LeaseReplicator) RenewBlocks(ctx context.Context, firsts []netip.Addr, expires time.Time) error {
+	return r.Apply(ctx, &raftfsm.LeaseBlockRenew{Node: r.Node, Blocks: firsts, Expires: expires, Now: r.now()})
+}
+
+// ReleaseBlocks gives this node's blocks up, quarantined until then.
+func (r LeaseReplicator) ReleaseBlocks(ctx context.Context, firsts []netip.Addr, quarantine time.Time) error {
+	return r.ReclaimBlocks(ctx, r.Node, firsts, quarantine)
+}
+
+// ReclaimBlocks releases another (dead) node's blocks (leader only).
+func (r LeaseReplicator) ReclaimBlocks(ctx context.Context, node string, firsts []netip.Addr, quarantine time.Time) error {
+	return r.Apply(ctx, &raftfsm.LeaseBlockRelease{Node: node, Blocks: firsts, Quarantine: quarantine, Now: r.now()})
+}
+
+// ExpireLeases removes ended leases in a span (leader only).
+func (r LeaseReplicator) ExpireLeases(ctx context.Context, first, last netip.Addr) error {
+	return r.Apply(ctx, &raftfsm.LeaseExpire{First: first, Last: last, Now: r.now()})
+}
+
+// Batch replicates what the DHCP server did since its last batch.
+func (r LeaseReplicator) Batch(ctx context.Context, grants []dhcp.Grant, releases []dhcp.Release, seen []store.Seen) error {
+	b := &raftfsm.LeaseBatch{Node: r.Node, Now: r.now(), Seen: seen}
+	for _, g := range grants {
+		b.Grants = append(b.Grants, raftfsm.LeaseGrant{IP: g.IP, MAC: g.MAC, ClientID: g.ClientID, Hostname: g.Hostname, Granted: g.Granted, Expires: g.Expires})
+	}
+	for _, rel := range releases {
+		b.Releases = append(b.Releases, raftfsm.LeaseRelease{IP: rel.IP, MAC: rel.MAC, Declined: rel.Declined, Until: rel.Until})
+	}
+	return r.Apply(ctx, b)
+}
+
+// dhcpNetworks lists what this node serves, from the network model: every
+// IPv4 subnet of every VLAN whose servers name it, on the named interface or,
+// when none is named, on the interface holding an address in the subnet.
+func (n *Node) dhcpNetworks(ifaces func() ([]net.Interface, error)) ([]dhcp.Network, []string) {
+	var out []dhcp.Network
+	var problems []string
+	n.db.View(func(tx *store.Tx) error {
+		vlans, _ := tx.VLANs()
+		subnets, _ := tx.Subnets()
+		for _, v := range vlans {
+			if v.DHCP == store.DHCPOff {
+				continue
+			}
+			for _, srv := range v.Servers {
+				if srv.Node != n.opts.Name {
+					continue
+				}
+				for _, s := range subnets {
+					if s.Fabric != v.Fabric || s.VID != v.VID || !s.CIDR.Addr().Is4() {
+						continue
+					}
+					iface := srv.Iface
+					if iface == "" {
+						iface = interfaceIn(s.CIDR, ifaces)
+					}
+					if iface == "" {
+						problems = append(problems, fmt.Sprintf("VLAN %s/%d: no interface of this node has an address in %s; name one with -iface", v.Fabric, v.VID, s.CIDR))
+						continue
+					}
+					out = append(out, dhcp.Network{Iface: iface, VLAN: fmt.Sprintf("%s/%d", v.Fabric, v.VID), Subnet: s.CIDR, Mode: v.DHCP})
+				}
+			}
+		}
+		return nil
+	})
+	return out, problems
+}
+
+func interfaceIn(p netip.Prefix, ifaces func() ([]net.Interface, error)) string {
+	list, err := ifaces()
+	if err != nil {
+		return ""
+	}
+	for _, ifc := range list {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && p.Contains(ip.Unmap()) {
+					return ifc.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// runDHCP keeps the DHCP service in step with the network model: it starts
+// it for the networks this node serves and restarts it when they change.
+func (n *Node) runDHCP(ctx context.Context) {
+	var cancel context.CancelFunc
+	var running []dhcp.Network
+	done := make(chan struct{})
+	close(done)
+	metrics := dhcp.NewMetrics()
+	n.reg.MustRegister(metrics.Collectors()...)
+	_, port, _ := net.SplitHostPort(n.HTTPAddr())
+	httpPort, _ := strconv.Atoi(port)
+	for {
+		ch := n.db.Watch()
+		nets, problems := n.dhcpNetworks(net.Interfaces)
+		for _, p := range problems {
+			n.log.Warn("dhcp: cannot serve", "reason", p)
+		}
+		if !slices.Equal(nets, running) {
+			if cancel != nil {
+				cancel()
+				<-done
+				cancel = nil
+			}
+			running = nets
+			if len(nets) > 0 {
+				var sctx context.Context
+				sctx, cancel = context.WithCancel(ctx)
+				done = make(chan struct{})
+				rep := LeaseReplicator{Node: n.opts.Name, Apply: func(ctx context.Context, c raftfsm.Command) error {
+					_, err := n.cluster.Apply(ctx, c)
+					return err
+				}}
+				cfg := dhcp.Config{
+					Node: n.opts.Name, DB: n.db, Replicator: rep, Housekeeper: rep, IsLeader: n.cluster.IsLeader,
+					Networks: nets, Metrics: metrics,
+					Boot: dhcp.BootConfig{HTTPPort: httpPort, HTTPPrefix: "/boot/", ScriptPath: "/boot/ipxe"},
+				}
+				go func() {
+					defer close(done)
+					if err := cfg.Start(sctx, n.log.With("component", "dhcp")); err != nil {
+						n.log.Error("dhcp stopped", "err", err)
+					}
+				}()
+				n.log.Info("dhcp serving", "networks", len(nets))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if cancel != nil {
+				cancel()
+				<-done
+			}
+			return
+		case <-ch:
+		}
+	}
+}
+
+// bootLoaders are the iPXE binaries UEFI HTTP boot fetches from /boot/FILE.
+var bootLoaders = append([]string{"ipxe-arm64.efi"}, tftp.IPXEFiles...)
+
+// getBootLoader serves GET /boot/:file: an allow-listed iPXE binary from
+// ipxe_dir, for UEFI HTTP boot clients (TFTP serves the same files).
+func (n *Node) getBootLoader(c *gin.Context) {
+	name := c.Param("file")
+	if !slices.Contains(bootLoaders, name) {
+		n.bootRefused.Inc()
+		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such boot file (served: " + strings.Join(bootLoaders, ", ") + ")"})
+		return
+	}
+	dir := n.conf.IPXEDir
+	if dir == "" {
+		dir = tftp.DefaultIPXEDir
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "the iPXE directory is missing on this node"})
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(path.Base(name))
+	if err != nil {
+		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: name + " is not installed on this node"})
+		return
+	}
+	defer f.Close()
+	http.ServeContent(c.Writer, c.Request, name, time.Time{}, f)
+}

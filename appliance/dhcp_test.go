@@ -1,0 +1,113 @@
+package appliance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+func needNet(t *testing.T, tools ...string) {
+	t.Helper()
+	miss := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	if os.Geteuid() != 0 {
+		miss("needs root (network namespace, veth pair, port 67)")
+	}
+	for _, tool := range append([]string{"ip"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			miss(fmt.Sprintf("needs %s: %v", tool, err))
+		}
+	}
+}
+
+func run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// A node whose network model says it serves a VLAN answers a real DHCP
+// client there: the lease comes from one of its replicated blocks. The node
+// side of a veth pair stays in this namespace with an address that exists
+// only on that link; the client runs in a namespace the test creates.
+func TestNodeServesDHCPFromTheModel(t *testing.T) {
+	needNet(t, "udhcpc")
+	var b [3]byte
+	rand.Read(b[:])
+	sfx := hex.EncodeToString(b[:])
+	ns, srvIf, cliIf := "rc-cli-"+sfx, "rcs"+sfx, "rcc"+sfx
+	run(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run(); exec.Command("ip", "link", "del", srvIf).Run() })
+	run(t, "ip", "link", "add", srvIf, "type", "veth", "peer", "name", cliIf)
+	run(t, "ip", "link", "set", cliIf, "netns", ns)
+	run(t, "ip", "addr", "add", "10.213.91.1/24", "dev", srvIf)
+	run(t, "ip", "link", "set", srvIf, "up")
+	run(t, "ip", "-n", ns, "link", "set", cliIf, "up")
+	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+
+	n, _, _ := startTestNode(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	p := netip.MustParsePrefix("10.213.91.0/24")
+	for _, c := range []raftfsm.Command{
+		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "lab", Kind: store.FabricEthernet, Created: now}},
+		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: p, Fabric: "lab", Purpose: "provisioning", Gateway: netip.MustParseAddr("10.213.91.1"), Created: now}},
+		&raftfsm.RangePut{Range: store.Range{Subnet: p, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.213.91.100"), Last: netip.MustParseAddr("10.213.91.199"), Created: now}},
+		// No -iface: the node finds the interface with an address in the subnet.
+		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "lab", VID: 0, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: n.Name()}}, Created: now}},
+	} {
+		if _, err := n.cluster.Apply(ctx, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+	nets, problems := n.dhcpNetworks(net.Interfaces)
+	if len(nets) != 1 || nets[0].Iface != srvIf || len(problems) != 0 {
+		t.Fatalf("networks %+v, problems %v", nets, problems)
+	}
+	var out []byte
+	var err error
+	for try := 0; try < 20; try++ { // the service starts on the store change
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		out, err = exec.CommandContext(cctx, "ip", "netns", "exec", ns, "udhcpc", "-i", cliIf, "-n", "-q", "-f", "-t", "5", "-T", "1", "-s", "/bin/true").CombinedOutput()
+		cancel()
+		if err == nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil || !strings.Contains(string(out), "10.213.91.1") {
+		t.Fatalf("udhcpc: %v\n%s", err, out)
+	}
+	var mac string
+	if hw, err := exec.Command("ip", "-n", ns, "-o", "link", "show", cliIf).Output(); err == nil {
+		f := strings.Fields(string(hw))
+		for i, w := range f {
+			if w == "link/ether" && i+1 < len(f) {
+				mac = f[i+1]
+			}
+		}
+	}
+	waitFor(t, "the lease in the store", func() bool {
+		var leases []store.Lease
+		n.db.View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
+		return len(leases) == 1 && p.Contains(leases[0].IP) && leases[0].Node == n.Name()
+	})
+}
