@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Errors a caller can tell apart: both are final, retrying cannot fix them.
+var (
+	// ErrCAMismatch: /ca.pem is not the certificate rollcall.ca= names.
+	ErrCAMismatch = errors.New("ca.pem does not match rollcall.ca")
+	// ErrTLS: the HTTPS peer failed verification against the pinned CA.
+	ErrTLS = errors.New("tls verification failed")
+)
+
+// APIError is a 4xx answer from the appliance: final, not retried.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("appliance answered %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Client talks to the appliance: plain HTTP to rollcall.server, or HTTPS
+// to rollcall.tls with the cluster CA, pinned by rollcall.ca, as the only
+// root. Once TLS was asked for, nothing goes over plain HTTP but the CA
+// fetch itself.
+type Client struct {
+	base     string
+	token    string
+	hc       *http.Client
+	retryFor time.Duration
+	log      *slog.Logger
+}
+
+// Connect builds the client. With TLS it first fetches /ca.pem over HTTP
+// (retrying while the appliance is unreachable) and accepts it only by its
+// SHA-256 fingerprint.
+func Connect(ctx context.Context, cfg Config) (*Client, error) {
+	c := &Client{base: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, retryFor: cfg.RetryFor, log: cfg.logger()}
+	if c.retryFor <= 0 {
+		c.retryFor = DefaultRetryFor
+	}
+	plain := &http.Client{Timeout: 30 * time.Second}
+	if cfg.TLS == "" {
+		c.hc = plain
+		return c, nil
+	}
+	if cfg.CA == "" {
+		return nil, fmt.Errorf("rollcall.tls=%s without rollcall.ca=: nothing to check the server by", cfg.TLS)
+	}
+	var pemBytes []byte
+	err := c.retry(ctx, "GET /ca.pem", func() (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/ca.pem", nil)
+		if err != nil {
+			return false, err
+		}
+		res, err := plain.Do(req)
+		if err != nil {
+			return true, err
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		if err != nil {
+			return true, err
+		}
+		if res.StatusCode != http.StatusOK {
+			return res.StatusCode >= 500, fmt.Errorf("GET /ca.pem: %s", res.Status)
+		}
+		pemBytes = b
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ca, err := PinnedCA(pemBytes, cfg.CA)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	c.base = strings.TrimRight(cfg.TLS, "/")
+	c.hc = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 15 * time.Second,
+		// No proxy: the image has no environment, and a proxy would be a
+		// second party in the pinned path.
+		Proxy: nil,
+	}}
+	return c, nil
+}
+
+// PinnedCA parses the first certificate of a PEM file and returns it only if
+// the SHA-256 of its DER equals fingerprint (hex, case and colons ignored).
+func PinnedCA(pemBytes []byte, fingerprint string) (*x509.Certificate, error) {
+	want := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(fingerprint, "sha256:"), ":", ""))
+	if b, err := hex.DecodeString(want); err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("rollcall.ca=%q is not a SHA-256 fingerprint (64 hex digits)", fingerprint)
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%w: no PEM certificate", ErrCAMismatch)
+	}
+	sum := sha256.Sum256(block.Bytes)
+	if hex.EncodeToString(sum[:]) != want {
+		return nil, fmt.Errorf("%w: sha256 %x, want %s", ErrCAMismatch, sum, want)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("ca.pem: %w", err)
+	}
+	return cert, nil
+}
+
+// BaseURL is where API requests go (the HTTPS URL once TLS is set up).
+func (c *Client) BaseURL() string { return c.base }
+
+// Do sends a JSON request and decodes a JSON answer into out (when not
+// nil), retrying with backoff while the appliance is unreachable or answers
+// 5xx/429. A 4xx is final (*APIError); so is a TLS verification failure
+// (ErrTLS): the agent never falls back to plain HTTP.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	return c.retry(ctx, method+" "+path, func() (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+		if err != nil {
+			return false, err
+		}
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Accept", "application/json")
+		if c.token != "" {
+			req.Header.Set("X-Rollcall-Token", c.token)
+		}
+		res, err := c.hc.Do(req)
+		if err != nil {
+			if isTLSError(err) {
+				return false, fmt.Errorf("%w: %v", ErrTLS, err)
+			}
+			return true, err
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+		if err != nil {
+			return true, err
+		}
+		if res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests {
+			return true, fmt.Errorf("%s %s: %s", method, path, res.Status)
+		}
+		if res.StatusCode >= 400 {
+			ae := &APIError{Status: res.StatusCode}
+			var e struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if json.Unmarshal(b, &e) == nil {
+				ae.Code, ae.Message = e.Error.Code, e.Error.Message
+			}
+			return false, ae
+		}
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				return false, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+			}
+		}
+		return false, nil
+	})
+}
+
+func isTLSError(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var rh tls.RecordHeaderError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &rh)
+}
+
+// retry runs try until it succeeds, fails for good, or c.retryFor has
+// passed; waits grow from 1 s to 30 s with jitter.
+func (c *Client) retry(ctx context.Context, what string, try func() (again bool, err error)) error {
+	deadline := time.Now().Add(c.retryFor)
+	wait := time.Second
+	for attempt := 1; ; attempt++ {
+		again, err := try()
+		if err == nil || !again {
+			return err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("%s: appliance unreachable for %s: %w", what, c.retryFor, err)
+		}
+		c.log.Warn("appliance not reachable; retrying", "request", what, "attempt", attempt, "in", wait, "err", err)
+		t := time.NewTimer(wait + time.Duration(rand.Int64N(int64(wait/4)+1)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+}

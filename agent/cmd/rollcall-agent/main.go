@@ -1,0 +1,132 @@
+// Command rollcall-agent is the commissioning image's /init. As PID 1 it
+// mounts the kernel file systems, loads the image's kernel modules, gets
+// addresses by DHCP, runs the agent (enlist, inventory, BMC account,
+// commission) and powers the machine off. Run by hand on a live system (not
+// PID 1) it does only the agent's part and never powers off unless asked:
+//
+//	rollcall-agent -cmdline 'rollcall.server=http://10.0.0.1:8080 rollcall.token=…'
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rollcall/rollcall/agent"
+	"github.com/rollcall/rollcall/agent/sysinit"
+)
+
+func main() {
+	pid1 := os.Getpid() == 1
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log = log.With("agent", agent.Version)
+
+	cmdlineFlag := flag.String("cmdline", "", "kernel command line to use instead of /proc/cmdline")
+	root := flag.String("root", "/", "file system root to inventory")
+	powerOff := flag.Bool("poweroff", false, "power off at the end (the default only as PID 1)")
+	if !pid1 {
+		flag.Parse()
+	}
+
+	if pid1 {
+		if err := sysinit.Mount(); err != nil {
+			log.Error("mount", "err", err)
+		}
+		t := time.Now()
+		if err := sysinit.WaitForEntropy(); err != nil {
+			log.Error("entropy", "err", err)
+		}
+		log.Info("random numbers ready", "waited", time.Since(t).Round(time.Millisecond))
+	}
+	cmdline := *cmdlineFlag
+	if cmdline == "" {
+		b, err := os.ReadFile("/proc/cmdline")
+		if err != nil {
+			log.Error("read /proc/cmdline", "err", err)
+		}
+		cmdline = string(b)
+	}
+	cfg, err := agent.ParseCmdline(cmdline)
+	cfg.Log, cfg.Root, cfg.Live = log, *root, *root == "/"
+	if cfg.PowerOff {
+		log.Info("rollcall.poweroff: this machine is commissioned; powering off")
+		finish(log, pid1 || *powerOff, false, 0)
+	}
+	if err != nil {
+		log.Error("kernel command line", "err", err)
+		finish(log, pid1 || *powerOff, cfg.NoPowerOff, 2)
+	}
+
+	ctx := context.Background()
+	if pid1 {
+		dir := filepath.Join("/lib/modules", sysinit.Release())
+		loaded, err := sysinit.LoadModules(dir, log)
+		if err != nil {
+			log.Error("kernel modules", "dir", dir, "err", err)
+		}
+		log.Info("kernel modules loaded", "count", len(loaded))
+		nics := sysinit.WaitForNICs(2*time.Second, 15*time.Second)
+		log.Info("network interfaces", "names", strings.Join(nics, " "))
+		leases, err := sysinit.Network(ctx, 90*time.Second, log)
+		if err != nil {
+			log.Error("network", "err", err)
+			finish(log, true, cfg.NoPowerOff, 1)
+		}
+		if cfg.BootMAC == "" {
+			cfg.BootMAC = bootMAC(cfg.Server, leases)
+		}
+	}
+
+	start := time.Now()
+	res, err := agent.Run(ctx, cfg)
+	code := 0
+	if err != nil {
+		code = 1
+		log.Error("commissioning failed", "err", err, "took", time.Since(start).Round(time.Second))
+	} else {
+		log.Info("commissioning done", "machine", res.Commission.ID, "state", res.Commission.State, "took", time.Since(start).Round(time.Second))
+	}
+	finish(log, pid1 || *powerOff, cfg.NoPowerOff, code)
+}
+
+// bootMAC picks the NIC the machine talks to the appliance through: the one
+// whose subnet holds the server's address, else the first with a lease.
+func bootMAC(server string, leases []sysinit.Lease) string {
+	if len(leases) == 0 {
+		return ""
+	}
+	if u, err := url.Parse(server); err == nil {
+		if ip := net.ParseIP(u.Hostname()); ip != nil {
+			for _, l := range leases {
+				if (&net.IPNet{IP: l.IP.Mask(l.Mask), Mask: l.Mask}).Contains(ip) {
+					return l.MAC.String()
+				}
+			}
+		}
+	}
+	return leases[0].MAC.String()
+}
+
+// finish powers off, or (rollcall.nopoweroff, or not asked to) stays: PID 1
+// must never exit, or the kernel panics.
+func finish(log *slog.Logger, powerOff, stay bool, code int) {
+	if powerOff && !stay {
+		log.Info("powering off")
+		if err := sysinit.PowerOff(); err != nil {
+			log.Error("power off", "err", err)
+		}
+	}
+	if os.Getpid() != 1 {
+		os.Exit(code)
+	}
+	log.Info("staying up (rollcall.nopoweroff)")
+	for {
+		time.Sleep(time.Hour)
+	}
+}
