@@ -441,7 +441,10 @@ func (n *Node) bootstrap(ctx context.Context) error {
 		AgentTokenHash: agentHash, SealedAgentToken: sealedAgent, Created: now,
 	}
 	n.pendingCAKey = nil
-	if _, err := n.cluster.Apply(wctx, &raftfsm.ClusterInit{Identity: id}); err != nil {
+	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: id}, func(tx *store.Tx) bool {
+		_, err := tx.Identity()
+		return err == nil
+	}); err != nil {
 		return fmt.Errorf("bootstrap: record cluster identity: %w", err)
 	}
 	if err := writeFileAtomic(n.path(fileAdmin), []byte(token+"\n"), 0o600); err != nil {
@@ -451,6 +454,31 @@ func (n *Node) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("bootstrap: write agent token: %w", err)
 	}
 	return n.putNodeRecord(wctx)
+}
+
+// applyUntil applies a command, and when the outcome is unknown or no leader
+// answered (a loaded machine at start), retries until done(tx) says the
+// state has it or ctx ends. A business error is final.
+func (n *Node) applyUntil(ctx context.Context, cmd raftfsm.Command, done func(*store.Tx) bool) error {
+	for {
+		_, err := n.cluster.Apply(ctx, cmd)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, raftfsm.ErrUnknownOutcome) && !errors.Is(err, raftfsm.ErrNoLeader) {
+			return err
+		}
+		ok := false
+		n.db.View(func(tx *store.Tx) error { ok = done(tx); return nil })
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // newToken makes a random token, its SHA-256 (hex) and its sealed form.
