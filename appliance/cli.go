@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/console"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/store"
 )
@@ -66,6 +68,11 @@ Export:
   rollcall export postgres -dsn URL [-schema rollcall] [-data DIR]   copy the store into PostgreSQL
   rollcall export status                                             the continuous mirror's position and lag
 
+Console:
+  rollcall [tui] [-data DIR]             full-screen console (a bare rollcall in a terminal)
+  rollcall tui -dump 140x40 [-page P] [-plain]   render one screen to stdout
+  rollcall setup [-data DIR]             first-boot setup on the appliance's screen, then the console
+
 Client commands reach the API at $ROLLCALL_URL with $ROLLCALL_TOKEN; on a node
 they read both from the data directory ($ROLLCALL_DATA or ./var, or -data DIR).
 An https:// URL is checked against the cluster CA: $ROLLCALL_CA (a PEM file), or
@@ -74,6 +81,9 @@ the data directory's tls/ca.pem on a node.
 
 // Main runs the rollcall command line and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if out, ok := stdout.(*os.File); ok && len(args) == 0 && console.Interactive(os.Stdin, out) {
+		args = []string{"tui"} // a bare rollcall in a terminal opens the console
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -83,6 +93,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		err = cmdServe(rest, stderr)
+	case "tui":
+		err = cmdTUI(rest, stdout)
+	case "setup":
+		err = cmdSetup(rest, stderr)
 	case "keygen":
 		var tok string
 		if tok, err = pki.NewToken(); err == nil {
@@ -183,6 +197,20 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 		return nil, err
 	}
 	c := &client{base: os.Getenv("ROLLCALL_URL"), token: os.Getenv("ROLLCALL_TOKEN"), http: &http.Client{Timeout: 10 * time.Minute}}
+	var savedCA string
+	if _, err := os.Stat(filepath.Join(*data, fileNodeInfo)); err != nil && (c.base == "" || c.token == "") {
+		// not on a node: what the console saved in ~/.config/rollcall/client.json
+		if path, err := console.DefaultConfigPath(); err == nil {
+			if cfg, err := console.LoadClientConfig(path); err == nil {
+				if c.base == "" {
+					c.base, savedCA = cfg.URL, cfg.CAFile
+				}
+				if c.token == "" {
+					c.token = cfg.Token
+				}
+			}
+		}
+	}
 	if c.base == "" {
 		var info NodeInfo
 		b, err := os.ReadFile(filepath.Join(*data, fileNodeInfo))
@@ -201,6 +229,9 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 	c.base = strings.TrimRight(c.base, "/")
 	if strings.HasPrefix(c.base, "https://") {
 		caFile := os.Getenv("ROLLCALL_CA")
+		if caFile == "" {
+			caFile = savedCA
+		}
 		if caFile == "" {
 			caFile = filepath.Join(*data, dirTLS, fileCA)
 		}
@@ -696,4 +727,95 @@ func flagsFirst(args []string) []string {
 		rest = append(rest, a)
 	}
 	return append(flags, rest...)
+}
+
+func cmdTUI(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tui", flag.ContinueOnError)
+	data := fs.String("data", envOr("ROLLCALL_DATA", "var"), "node data directory (its node.json and admin.token, when ROLLCALL_URL/ROLLCALL_TOKEN are unset)")
+	dump := fs.String("dump", "", "render one screen, WIDTHxHEIGHT such as 140x40, to stdout and exit")
+	page := fs.String("page", "overview", "the page for -dump: "+strings.Join(console.PageNames(), ", "))
+	plain := fs.Bool("plain", false, "with -dump: no colour")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o := consoleOptions(*data)
+	if *dump != "" {
+		var w, h int
+		if n, err := fmt.Sscanf(*dump, "%dx%d", &w, &h); err != nil || n != 2 {
+			return fmt.Errorf("-dump %q: want WIDTHxHEIGHT such as 140x40", *dump)
+		}
+		cl, err := o.Client()
+		if err != nil {
+			return err
+		}
+		return console.Dump(stdout, w, h, *page, *plain, cl)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return console.Run(ctx, o)
+}
+
+// consoleOptions finds the API as the CLI does: $ROLLCALL_URL, $ROLLCALL_TOKEN
+// and $ROLLCALL_CA, else the node's data directory; the console takes what
+// is still missing from ~/.config/rollcall/client.json, or asks.
+func consoleOptions(data string) console.Options {
+	o := console.Options{URL: os.Getenv("ROLLCALL_URL"), Token: os.Getenv("ROLLCALL_TOKEN"), CAFile: os.Getenv("ROLLCALL_CA")}
+	if o.URL == "" {
+		var info NodeInfo
+		if b, err := os.ReadFile(filepath.Join(data, fileNodeInfo)); err == nil && json.Unmarshal(b, &info) == nil && info.HTTPAddr != "" {
+			o.URL = "http://" + info.HTTPAddr
+		}
+	}
+	if o.Token == "" && o.URL != "" {
+		if b, err := os.ReadFile(filepath.Join(data, fileAdmin)); err == nil {
+			o.Token = strings.TrimSpace(string(b))
+		}
+	}
+	if o.CAFile == "" && strings.HasPrefix(o.URL, "https://") {
+		o.CAFile = filepath.Join(data, dirTLS, fileCA)
+	}
+	return o
+}
+
+// cmdSetup is the appliance's first boot on its own screen: the setup, then
+// the node it starts keeps running and the screen becomes the console.
+func cmdSetup(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", envOr("ROLLCALL_DATA", "var"), "data directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !console.NeedsSetup(*data) {
+		return fmt.Errorf("%s already holds a node: start it with rollcall serve -data %s", *data, *data)
+	}
+	if err := os.MkdirAll(*data, 0o750); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(*data, "rollcall.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var n *Node
+	_, err = console.Setup(ctx, console.SetupOptions{DataDir: *data, Start: func(ctx context.Context, ch console.SetupChoices) (string, error) {
+		host := ch.Address.Addr().String()
+		var err error
+		n, err = Start(ctx, Options{
+			DataDir: *data, Name: ch.Name, Join: ch.Join, RedfishDetect: true,
+			HTTPAddr: net.JoinHostPort(host, "8080"), RaftAddr: net.JoinHostPort(host, "8300"),
+			Logger: slog.New(slog.NewTextHandler(logf, nil)), // the screen is the setup's
+		})
+		if err != nil {
+			return "", err
+		}
+		return "http://" + n.HTTPAddr() + "/", nil
+	}})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return console.Run(ctx, consoleOptions(*data))
 }

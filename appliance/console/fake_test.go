@@ -1,0 +1,265 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
+)
+
+// fakeNow is the time the fixed fleet lives at.
+var fakeNow = time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+
+// fleet is a Source with a fixed fleet: machines in every state, events, a
+// 3-node cluster, a network and images. It records every action and follows
+// blocking queries like the API.
+type fleet struct {
+	mu       sync.Mutex
+	index    uint64
+	changed  chan struct{} // closed and replaced on every change
+	machines []Machine
+	events   []store.Event
+	fail     map[string]error // machine ID → error for every action on it
+	calls    []Action
+}
+
+func (f *fleet) Now() time.Time { return fakeNow }
+
+func ago(d time.Duration) time.Time { return fakeNow.Add(-d) }
+
+func newFleet() *fleet {
+	f := &fleet{index: 120, changed: make(chan struct{}), fail: map[string]error{}}
+	type spec struct {
+		id, name, state, serial, mac, ip, product string
+		sockets, cores                            int
+		memGiB                                    int64
+		bmc                                       string
+		bmcErr                                    string
+		age                                       time.Duration
+	}
+	specs := []spec{
+		{"m-0a1b2c3d4e01", "web-01", "ready", "S211X5A01", "0c:c4:7a:aa:00:01", "10.0.0.21", "SYS-2029U-TR4", 2, 40, 384, "10.0.20.21", "", 3 * time.Hour},
+		{"m-0a1b2c3d4e02", "web-02", "ready", "S211X5A02", "0c:c4:7a:aa:00:02", "10.0.0.22", "SYS-2029U-TR4", 2, 40, 384, "10.0.20.22", "", 3 * time.Hour},
+		{"m-0a1b2c3d4e03", "db-01", "ready", "CZ2D1K0ABC", "3c:ec:ef:10:20:31", "10.0.0.31", "HPE ProLiant DL380 Gen10", 2, 48, 768, "10.0.20.31", "", 26 * time.Hour},
+		{"m-0a1b2c3d4e04", "stor-01", "ready", "J30ABCD1", "b8:83:03:5e:11:01", "10.0.0.41", "Dell PowerEdge R740xd", 2, 36, 256, "10.0.20.41", "ipmi 10.0.20.41: connection refused", 50 * time.Hour},
+		{"m-0a1b2c3d4e05", "gpu-01", "commissioning", "S3N4GPU001", "a0:36:9f:21:00:01", "10.0.0.51", "SYS-420GP-TNR", 2, 64, 1024, "10.0.20.51", "", 4 * time.Minute},
+		{"m-0a1b2c3d4e06", "gpu-02", "commissioning", "S3N4GPU002", "a0:36:9f:21:00:02", "10.0.0.52", "SYS-420GP-TNR", 2, 64, 1024, "10.0.20.52", "", 6 * time.Minute},
+		{"m-0a1b2c3d4e07", "rack2-n01", "new", "", "52:54:00:12:34:01", "", "", 0, 0, 0, "", "", 20 * time.Minute},
+		{"m-0a1b2c3d4e08", "", "new", "", "52:54:00:12:34:02", "", "", 0, 0, 0, "", "", 22 * time.Minute},
+		{"m-0a1b2c3d4e09", "edge-01", "new", "ZZ0001", "52:54:00:12:34:03", "10.0.0.61", "", 0, 0, 0, "", "", 2 * time.Minute},
+	}
+	for i, s := range specs {
+		m := Machine{Machine: store.Machine{
+			ID: s.id, Name: s.name, State: s.state, Serial: s.serial, MACs: []string{s.mac}, BootMAC: s.mac,
+			CreatedAt: ago(s.age + time.Hour), UpdatedAt: ago(s.age), Index: uint64(100 + i),
+		}}
+		if s.ip != "" {
+			m.IPs = []string{s.ip}
+		}
+		if s.product != "" {
+			m.SystemUUID = fmt.Sprintf("4c4c4544-0042-3510-8051-b7c04f5632%02d", i)
+			maker, product, _ := strings.Cut(s.product, " ")
+			if !strings.HasPrefix(s.product, "HPE ") && !strings.HasPrefix(s.product, "Dell ") {
+				maker, product = "Supermicro", s.product
+			}
+			m.Summary = inventory.Summary{Manufacturer: maker, Product: product, CPUModel: "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
+				Sockets: s.sockets, Cores: s.cores, Threads: 2 * s.cores, MemoryBytes: s.memGiB << 30, DIMMs: 12, Disks: 4, DiskBytes: 7_680_000_000_000, NICs: 2}
+			if s.state == "ready" {
+				m.Commissioned = ago(s.age)
+			}
+		}
+		if s.bmc != "" {
+			m.BMC = &BMC{Driver: "ipmi", Address: s.bmc, User: "rollcall", HasPassword: true, Source: "in-band"}
+			if s.bmcErr != "" {
+				m.BMC.Errors = []string{s.bmcErr}
+			}
+		}
+		f.machines = append(f.machines, m)
+		f.events = append(f.events, store.Event{Machine: s.id, Index: uint64(100 + i), Time: ago(s.age + time.Hour), Kind: "enlisted", Message: "first seen on mgmt/0 via " + s.mac})
+		switch s.state {
+		case "commissioning":
+			f.events = append(f.events, store.Event{Machine: s.id, Index: uint64(200 + i), Time: ago(s.age), Kind: "commissioning", Message: "agent booted, collecting inventory"})
+		case "ready":
+			f.events = append(f.events, store.Event{Machine: s.id, Index: uint64(200 + i), Time: ago(s.age), Kind: "commissioned", Message: "inventory received: 2 CPUs, 4 disks, 2 NICs"})
+		}
+	}
+	f.events = append(f.events, store.Event{Machine: "m-0a1b2c3d4e04", Index: 300, Time: ago(49 * time.Hour), Kind: "bmc", Message: "ipmi 10.0.20.41: connection refused"})
+	return f
+}
+
+// bump records a change and wakes blocking queries; f.mu is held.
+func (f *fleet) bump() {
+	f.index++
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// update changes the fleet from a test, as another operator would.
+func (f *fleet) update(fn func(ms []Machine) []Machine) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.machines = fn(f.machines)
+	f.bump()
+}
+
+func (f *fleet) actions() []Action {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fleet) Machines(ctx context.Context, index uint64, wait time.Duration) (MachineList, error) {
+	f.mu.Lock()
+	if index > 0 && f.index <= index {
+		ch := f.changed
+		f.mu.Unlock()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			return MachineList{}, ctx.Err()
+		}
+		f.mu.Lock()
+	}
+	defer f.mu.Unlock()
+	return MachineList{Index: f.index, Machines: slices.Clone(f.machines)}, nil
+}
+
+func (f *fleet) find(id string) (int, error) {
+	for i, m := range f.machines {
+		if m.ID == id || m.Name == id {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("machine %q: %w", id, store.ErrNotFound)
+}
+
+func (f *fleet) Machine(_ context.Context, id string) (MachineDetail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, err := f.find(id)
+	if err != nil {
+		return MachineDetail{}, err
+	}
+	d := MachineDetail{Machine: f.machines[i]}
+	for _, e := range f.events {
+		if e.Machine == d.ID {
+			d.Events = append(d.Events, e)
+		}
+	}
+	return d, nil
+}
+
+func (f *fleet) Jobs(_ context.Context, id string) ([]store.Job, error) {
+	if id != "m-0a1b2c3d4e01" {
+		return nil, nil
+	}
+	return []store.Job{
+		{ID: "j-2", Machine: id, Kind: "power", Arg: "status", Created: ago(10 * time.Minute), Done: true, Result: "on"},
+		{ID: "j-1", Machine: id, Kind: "bootdev", Arg: "pxe", Created: ago(3 * time.Hour), Done: true, Result: "pxe"},
+	}, nil
+}
+
+func (f *fleet) Events(_ context.Context, limit int) ([]store.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	es := slices.Clone(f.events)
+	sortEvents(es)
+	return es[:min(limit, len(es))], nil
+}
+
+func (f *fleet) Cluster(context.Context) (ClusterView, error) {
+	st := func(id, state string, applied uint64, contact time.Duration) *MemberStatus {
+		return &MemberStatus{State: state, Leader: "node-1", Term: 7, Applied: applied, Commit: applied, LastContact: ago(contact)}
+	}
+	return ClusterView{
+		Node: "node-1", Leader: "node-1", CAFingerprint: "15860131cf605b8c57a43a60b325f566d79bf6b7ac9a565ef89f6070076c99f3",
+		Members: []Member{
+			{ID: "node-1", Address: "10.0.0.2:8300", Voter: true, Leader: true, Reachable: true, Status: st("node-1", "Leader", 1480, 0)},
+			{ID: "node-2", Address: "10.0.0.3:8300", Voter: true, Reachable: true, Status: st("node-2", "Follower", 1480, 42*time.Millisecond)},
+			{ID: "node-3", Address: "10.0.0.4:8300", Voter: true, Error: "dial tcp 10.0.0.4:8300: i/o timeout"},
+		},
+		Nodes: []store.Node{
+			{Name: "node-1", RaftAddr: "10.0.0.2:8300", HTTPAddr: "10.0.0.2:8080"},
+			{Name: "node-2", RaftAddr: "10.0.0.3:8300", HTTPAddr: "10.0.0.3:8080"},
+			{Name: "node-3", RaftAddr: "10.0.0.4:8300", HTTPAddr: "10.0.0.4:8080"},
+		},
+	}, nil
+}
+
+func (f *fleet) Network(context.Context) (Network, error) {
+	sub := func(cidr, fabric string, vid int, purpose, gw string, used int) Subnet {
+		s := Subnet{Subnet: store.Subnet{CIDR: netip.MustParsePrefix(cidr), Fabric: fabric, VID: vid, Purpose: purpose}, Used: used}
+		if gw != "" {
+			s.Gateway = netip.MustParseAddr(gw)
+		}
+		return s
+	}
+	return Network{
+		Fabrics: []store.Fabric{{Name: "mgmt", Kind: "ethernet"}, {Name: "ib0", Kind: "infiniband"}},
+		VLANs: []store.VLAN{
+			{Fabric: "mgmt", VID: 0, MTU: 1500, DHCP: "full", Servers: []store.VLANServer{{Node: "node-1", Iface: "eth1"}, {Node: "node-2", Iface: "eth1"}}},
+			{Fabric: "mgmt", VID: 20, MTU: 1500, DHCP: "proxy", Servers: []store.VLANServer{{Node: "node-1", Iface: "eth1.20"}}},
+			{Fabric: "ib0", VID: 0, MTU: 2044, DHCP: "off"},
+		},
+		Subnets: []Subnet{
+			sub("10.0.0.0/24", "mgmt", 0, "provisioning", "10.0.0.1", 12),
+			sub("10.0.20.0/24", "mgmt", 20, "bmc", "", 8),
+			sub("192.168.100.0/22", "ib0", 0, "storage", "", 4),
+		},
+	}, nil
+}
+
+func (f *fleet) Images(context.Context) ([]store.Image, error) {
+	return []store.Image{
+		{Name: "commission-2026.03", Nodes: []string{"node-1", "node-2", "node-3"}, Created: ago(5 * 24 * time.Hour), Files: []store.ImageFile{
+			{Name: "kernel", Size: 11_812_864, SHA256: "9f2b8e3c41d0a7b6e5f4c3d2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2"},
+			{Name: "initrd", Size: 68_157_440, SHA256: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"},
+			{Name: "squashfs", Size: 781_189_120, SHA256: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"},
+		}},
+		{Name: "commission-2026.01", Nodes: []string{"node-1", "node-2"}, Created: ago(60 * 24 * time.Hour), Files: []store.ImageFile{
+			{Name: "kernel", Size: 11_800_000, SHA256: "aa2b8e3c41d0a7b6e5f4c3d2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2"},
+			{Name: "initrd", Size: 67_000_000, SHA256: "bb2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"},
+		}},
+	}, nil
+}
+
+func (f *fleet) Do(_ context.Context, a Action) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, a)
+	i, err := f.find(a.Machine)
+	if err != nil {
+		return "", err
+	}
+	if err := f.fail[a.Machine]; err != nil {
+		return "", err
+	}
+	switch a.Kind {
+	case "power":
+		if a.Arg == "status" {
+			return "on", nil
+		}
+		return map[string]string{"on": "on", "off": "off", "soft": "off", "cycle": "on", "reset": "on"}[a.Arg], nil
+	case "bootdev":
+		return a.Arg, nil
+	case "recommission":
+		f.machines[i].State = store.StateNew
+		f.bump()
+		return "new", nil
+	case "delete":
+		f.machines = slices.Delete(f.machines, i, i+1)
+		f.bump()
+		return "deleted", nil
+	}
+	return "", errors.New("unknown action " + a.Kind)
+}

@@ -1,0 +1,305 @@
+package console
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/mattn/go-runewidth"
+	"github.com/rivo/tview"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// grid lays rows out in aligned columns under a yellow header; paint may
+// colour a cell (it gets the padded text, already escaped).
+func grid(header []string, rows [][]string, paint func(row, col int, padded string) string) string {
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = runewidth.StringWidth(h)
+	}
+	for _, r := range rows {
+		for i, s := range r {
+			widths[i] = max(widths[i], runewidth.StringWidth(s))
+		}
+	}
+	line := func(r []string, ri int) string {
+		var b strings.Builder
+		b.WriteString(" ")
+		for i, s := range r {
+			cell := tview.Escape(s)
+			if i < len(r)-1 {
+				cell += strings.Repeat(" ", widths[i]-runewidth.StringWidth(s)+2)
+			}
+			if paint != nil && ri >= 0 {
+				cell = paint(ri, i, cell)
+			}
+			b.WriteString(cell)
+		}
+		return strings.TrimRight(b.String(), " ") + "\n"
+	}
+	var b strings.Builder
+	b.WriteString("[yellow]" + strings.TrimSuffix(line(header, -1), "\n") + "[-]\n")
+	for i, r := range rows {
+		b.WriteString(line(r, i))
+	}
+	return b.String()
+}
+
+func (c *console) errText(what ...string) string {
+	var b strings.Builder
+	for _, w := range what {
+		if err := c.errs[w]; err != nil {
+			fmt.Fprintf(&b, "[red]%s: %s[-]\n", w, tview.Escape(err.Error()))
+		}
+	}
+	return b.String()
+}
+
+func (c *console) renderOverview() {
+	var b strings.Builder
+	b.WriteString(c.errText("machines", "cluster", "events", "network", "images"))
+	ms := c.machines.Machines
+	count := map[string]int{}
+	var bmcBad []string
+	for _, m := range ms {
+		count[m.State]++
+		if m.BMC != nil && len(m.BMC.Errors) > 0 {
+			bmcBad = append(bmcBad, nameOf(m))
+		}
+	}
+	fmt.Fprintf(&b, "[yellow]Machines[-]  %d\n", len(ms))
+	states := slices.Clone(store.States)
+	for s := range count {
+		if !slices.Contains(states, s) {
+			states = append(states, s)
+		}
+	}
+	most := 1
+	for _, n := range count {
+		most = max(most, n)
+	}
+	for _, s := range states {
+		bar := strings.Repeat("█", (count[s]*24+most-1)/most)
+		fmt.Fprintf(&b, "  %-14s %4d  [%s]%s[-]\n", s, count[s], colorName(s), bar)
+	}
+	if len(bmcBad) > 0 {
+		fmt.Fprintf(&b, "  [red]%-14s %4d  %s[-]\n", "BMC problems", len(bmcBad), tview.Escape(strings.Join(bmcBad, ", ")))
+	}
+	b.WriteString("\n")
+	cv := c.cluster
+	up := 0
+	for _, m := range cv.Members {
+		if m.Reachable || m.Status != nil {
+			up++
+		}
+	}
+	leader := cv.Leader
+	if leader == "" {
+		leader = "[red]none: writes fail until a majority is up[-]"
+	}
+	fmt.Fprintf(&b, "[yellow]Cluster[-]   %d nodes, %d reachable · leader %s\n", len(cv.Members), up, leader)
+	net := c.network
+	used := 0
+	for _, s := range net.Subnets {
+		used += s.Used
+	}
+	fmt.Fprintf(&b, "[yellow]Network[-]   %d fabrics · %d VLANs · %d subnets · %d addresses used\n", len(net.Fabrics), len(net.VLANs), len(net.Subnets), used)
+	fmt.Fprintf(&b, "[yellow]Images[-]    %d", len(c.images))
+	for i, im := range c.images {
+		if i == 3 {
+			b.WriteString(", …")
+			break
+		}
+		sep := ", "
+		if i == 0 {
+			sep = " · "
+		}
+		fmt.Fprintf(&b, "%s%s on %d of %d nodes", sep, tview.Escape(im.Name), len(im.Nodes), len(cv.Members))
+	}
+	b.WriteString("\n\n[yellow]Recent events[-]\n")
+	names := c.names()
+	if len(c.events) == 0 {
+		b.WriteString("  none\n")
+	}
+	for _, e := range c.events[:min(len(c.events), 12)] {
+		name := names[e.Machine]
+		if name == "" {
+			name = e.Machine
+		}
+		fmt.Fprintf(&b, "  %s  %-14s %-13s %s\n", c.stamp(e.Time), tview.Escape(name), tview.Escape(e.Kind), tview.Escape(e.Message))
+	}
+	c.overview.SetText(b.String())
+}
+
+// names maps machine IDs to what the console calls them.
+func (c *console) names() map[string]string {
+	out := map[string]string{}
+	for _, m := range c.machines.Machines {
+		out[m.ID] = nameOf(m)
+	}
+	return out
+}
+
+func (c *console) renderCluster() {
+	cv := c.cluster
+	var b strings.Builder
+	b.WriteString(c.errText("cluster"))
+	leader := cv.Leader
+	if leader == "" {
+		leader = "[red]none: writes fail until a majority of voters is up[-]"
+	}
+	fmt.Fprintf(&b, " Leader %s · answered by %s\n", leader, tview.Escape(dash(cv.Node)))
+	if cv.CAFingerprint != "" {
+		fmt.Fprintf(&b, " CA SHA-256 %s\n", tview.Escape(cv.CAFingerprint))
+	}
+	b.WriteString("\n")
+	http := map[string]string{}
+	for _, n := range cv.Nodes {
+		http[n.Name] = n.HTTPAddr
+	}
+	members := slices.Clone(cv.Members)
+	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	var rows [][]string
+	for _, m := range members {
+		role, voter := "follower", "no"
+		if m.Leader {
+			role = "leader"
+		} else if m.Status == nil {
+			role = "-"
+		}
+		if m.Voter {
+			voter = "yes"
+		}
+		state, applied, contact := "unreachable", "-", "-"
+		if m.Status != nil {
+			state, applied = strings.ToLower(m.Status.State), fmt.Sprint(m.Status.Applied)
+			if !m.Leader && !m.Status.LastContact.IsZero() {
+				contact = c.now().Sub(m.Status.LastContact).Round(1e6).String() + " ago"
+			}
+		}
+		rows = append(rows, []string{m.ID, role, voter, state, applied, contact, m.Address, dash(http[m.ID])})
+	}
+	b.WriteString(grid([]string{"NAME", "ROLE", "VOTER", "STATE", "APPLIED", "CONTACT", "RAFT", "API"}, rows, func(r, col int, s string) string {
+		if col == 3 && rows[r][3] == "unreachable" {
+			return "[red]" + s + "[-]"
+		}
+		if col == 1 && rows[r][1] == "leader" {
+			return "[green]" + s + "[-]"
+		}
+		return s
+	}))
+	for _, m := range members {
+		if m.Error != "" {
+			fmt.Fprintf(&b, "\n [red]%s: %s[-]", tview.Escape(m.ID), tview.Escape(m.Error))
+		}
+	}
+	c.clusterTV.SetText(b.String())
+}
+
+func (c *console) renderEvents() {
+	t := c.eventsT
+	t.Clear()
+	for i, h := range []string{"TIME", "MACHINE", "KIND", "MESSAGE"} {
+		t.SetCell(0, i, tview.NewTableCell(h).SetSelectable(false).SetTextColor(tcell.ColorYellow))
+	}
+	if err := c.errs["events"]; err != nil {
+		t.SetCell(1, 0, tview.NewTableCell(tview.Escape("cannot load events: "+err.Error())).SetSelectable(false).SetTextColor(tcell.ColorRed))
+		return
+	}
+	names := c.names()
+	for r, e := range c.events {
+		name := names[e.Machine]
+		if name == "" {
+			name = e.Machine
+		}
+		t.SetCell(r+1, 0, tview.NewTableCell(c.stamp(e.Time)).SetReference(e.Machine))
+		t.SetCell(r+1, 1, tview.NewTableCell(tview.Escape(name)).SetMaxWidth(20))
+		t.SetCell(r+1, 2, tview.NewTableCell(tview.Escape(e.Kind)).SetTextColor(tcell.ColorAqua))
+		t.SetCell(r+1, 3, tview.NewTableCell(tview.Escape(e.Message)).SetExpansion(1))
+	}
+	if len(c.events) == 0 {
+		t.SetCell(1, 0, tview.NewTableCell("no events").SetSelectable(false).SetTextColor(tcell.ColorGray))
+	}
+	t.SetTitle(fmt.Sprintf(" Events · %d most recent ", len(c.events)))
+}
+
+func (c *console) renderNetwork() {
+	n := c.network
+	var b strings.Builder
+	b.WriteString(c.errText("network"))
+	b.WriteString("[::b]Fabrics[::-]\n")
+	var rows [][]string
+	for _, f := range n.Fabrics {
+		vlans := 0
+		for _, v := range n.VLANs {
+			if v.Fabric == f.Name {
+				vlans++
+			}
+		}
+		rows = append(rows, []string{f.Name, f.Kind, fmt.Sprint(vlans)})
+	}
+	b.WriteString(grid([]string{"NAME", "KIND", "VLANS"}, rows, nil))
+	b.WriteString("\n[::b]VLANs[::-]\n")
+	rows = nil
+	for _, v := range n.VLANs {
+		var servers []string
+		for _, s := range v.Servers {
+			servers = append(servers, s.Node+"/"+s.Iface)
+		}
+		vid := fmt.Sprint(v.VID)
+		if v.VID == 0 {
+			vid = "untagged"
+		}
+		rows = append(rows, []string{v.Fabric, vid, fmt.Sprint(v.MTU), v.DHCP, dash(strings.Join(servers, ", "))})
+	}
+	b.WriteString(grid([]string{"FABRIC", "VID", "MTU", "DHCP", "SERVED BY"}, rows, nil))
+	b.WriteString("\n[::b]Subnets[::-]\n")
+	rows = nil
+	for _, s := range n.Subnets {
+		gw := "-"
+		if s.Gateway.IsValid() {
+			gw = s.Gateway.String()
+		}
+		rows = append(rows, []string{s.CIDR.String(), fmt.Sprintf("%s/%d", s.Fabric, s.VID), s.Purpose, gw, fmt.Sprint(s.Used), dash(s.Name)})
+	}
+	b.WriteString(grid([]string{"CIDR", "VLAN", "PURPOSE", "GATEWAY", "USED", "NAME"}, rows, nil))
+	c.networkTV.SetText(b.String())
+}
+
+func (c *console) renderImages() {
+	var b strings.Builder
+	b.WriteString(c.errText("images"))
+	total := len(c.cluster.Members)
+	var rows [][]string
+	for _, im := range c.images {
+		var files []string
+		for _, f := range im.Files {
+			files = append(files, fmt.Sprintf("%s %s", f.Name, humanBytes(f.Size)))
+		}
+		nodes := fmt.Sprintf("%d", len(im.Nodes))
+		if total > 0 {
+			nodes = fmt.Sprintf("%d of %d", len(im.Nodes), total)
+		}
+		rows = append(rows, []string{im.Name, nodes, c.stamp(im.Created), strings.Join(files, ", ")})
+	}
+	if len(rows) == 0 {
+		b.WriteString(" no boot images: rollcall image import NAME -kernel F -initrd F\n")
+	} else {
+		b.WriteString(grid([]string{"NAME", "ON NODES", "CREATED", "FILES"}, rows, func(r, col int, s string) string {
+			if col == 1 && total > 0 && len(c.images[r].Nodes) < total {
+				return "[yellow]" + s + "[-]"
+			}
+			return s
+		}))
+		b.WriteString("\n")
+		for _, im := range c.images {
+			fmt.Fprintf(&b, " [::b]%s[::-]  held by %s\n", tview.Escape(im.Name), tview.Escape(dash(strings.Join(im.Nodes, ", "))))
+			for _, f := range im.Files {
+				fmt.Fprintf(&b, "   %-9s sha256 %s\n", tview.Escape(f.Name), tview.Escape(f.SHA256))
+			}
+		}
+	}
+	c.imagesTV.SetText(b.String())
+}
