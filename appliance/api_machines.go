@@ -268,3 +268,37 @@ func (n *Node) deleteMachine(c *gin.Context) {
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
 	c.JSON(http.StatusOK, gin.H{"deleted": m.ID})
 }
+
+// getRecentEvents is GET /api/v1/events?limit=N: the fleet's newest events
+// (default 100, at most 1000), newest first; ?index=&wait= waits for a change.
+func (n *Node) getRecentEvents(c *gin.Context) {
+	limit := 100
+	if v := c.Query("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > 1000 {
+			n.fail(c, badRequest("limit must be a number from 1 to 1000"))
+			return
+		}
+		limit = l
+	}
+	if err := n.blockingQuery(c, store.TableMachines); err != nil {
+		n.fail(c, err)
+		return
+	}
+	var events []store.Event
+	var idx uint64
+	if err := n.db.View(func(tx *store.Tx) error {
+		idx = tx.TableIndex(store.TableMachines)
+		var err error
+		events, err = tx.RecentEvents(limit)
+		return err
+	}); err != nil {
+		n.fail(c, err)
+		return
+	}
+	if events == nil {
+		events = []store.Event{}
+	}
+	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	c.JSON(http.StatusOK, gin.H{"index": idx, "events": events})
+}

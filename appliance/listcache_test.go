@@ -74,3 +74,21 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 		}
 	}
 }
+
+func TestRecentEvents(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-%012x", i), Now: time.Now().UTC()})
+	}
+	n.cluster.Apply(ctx, &raftfsm.MachineDelete{ID: "m-000000000002"})
+	var v struct {
+		Events []store.Event `json:"events"`
+	}
+	if code := call(t, n, admin, "GET", "/api/v1/events?limit=2", "", &v); code != 200 || len(v.Events) != 2 || v.Events[0].Machine != "m-000000000003" || v.Events[1].Machine != "m-000000000001" {
+		t.Fatalf("recent events: %d %+v", code, v.Events)
+	}
+	if code := call(t, n, admin, "GET", "/api/v1/events?limit=0", "", nil); code != 400 {
+		t.Fatalf("limit 0: %d", code)
+	}
+}

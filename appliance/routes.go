@@ -61,6 +61,7 @@ func (n *Node) coreRoutes() []route {
 		{"GET", "/api/v1/machines/:id", authAdmin, "full record: inventory, BMC (no secret), events", nil, n.getMachine},
 		{"DELETE", "/api/v1/machines/:id", authAdmin, "forget a machine", nil, n.deleteMachine},
 		{"GET", "/api/v1/machines/:id/events", authAdmin, "a machine's history", nil, n.getEvents},
+		{"GET", "/api/v1/events", authAdmin, "the fleet's newest events (?limit=, default 100; ?index=&wait=)", nil, n.getRecentEvents},
 		{"POST", "/api/v1/machines/:id/recommission", authAdmin, "boot the commissioning image again on next PXE (?now=1: via the BMC at once)", nil, n.postRecommission},
 	}
 }

@@ -96,3 +96,25 @@ func (t *Tx) Changes(after uint64, limit int) ([]Change, error) {
 	}
 	return out, nil
 }
+
+// RecentEvents returns up to limit events, newest first, from the change
+// log (events of deleted machines are skipped).
+func (t *Tx) RecentEvents(limit int) ([]Event, error) {
+	var out []Event
+	c := t.tx.Bucket(bucketChanges).Cursor()
+	for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
+		var ch Change
+		if err := json.Unmarshal(v, &ch); err != nil {
+			return nil, fmt.Errorf("decode change: %w", err)
+		}
+		if ch.Table != "events" {
+			continue
+		}
+		e, err := t.EventByChangeKey(ch.Key)
+		if err != nil {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

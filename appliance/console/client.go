@@ -14,7 +14,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rollcall/rollcall/store"
@@ -172,45 +171,14 @@ const eventMachines = 20
 // reads the histories of the most recently updated machines and merges
 // them.
 func (c *Client) Events(ctx context.Context, limit int) ([]store.Event, error) {
-	l, err := c.Machines(ctx, 0, 0)
-	if err != nil {
+	var v struct {
+		Events []store.Event `json:"events"`
+	}
+	if err := c.do(ctx, readTimeout, http.MethodGet, fmt.Sprintf("/api/v1/events?limit=%d", limit), nil, &v); err != nil {
 		return nil, err
 	}
-	ms := l.Machines
-	slices.SortFunc(ms, func(a, b Machine) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
-	ms = ms[:min(len(ms), eventMachines)]
-	var (
-		mu   sync.Mutex
-		all  []store.Event
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, 4)
-		errs []error
-	)
-	for _, m := range ms {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var v struct {
-				Events []store.Event `json:"events"`
-			}
-			err := c.do(ctx, readTimeout, http.MethodGet, machinePath(m.ID)+"/events", nil, &v)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return
-			}
-			all = append(all, v.Events...)
-		}()
-	}
-	wg.Wait()
-	if len(all) == 0 && len(errs) > 0 {
-		return nil, errs[0]
-	}
-	sortEvents(all)
-	return all[:min(len(all), limit)], nil
+	sortEvents(v.Events)
+	return v.Events[:min(len(v.Events), limit)], nil
 }
 
 // sortEvents orders events newest first.

@@ -76,6 +76,8 @@ func (a *recordedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(200, "machines.json")
 	case "GET " + m + a.ready:
 		reply(200, "machine.json")
+	case "GET /api/v1/events":
+		reply(200, "events-recent.json")
 	case "GET " + m + a.ready + "/events":
 		reply(200, "events.json")
 	case "GET " + m + a.spare + "/events":
