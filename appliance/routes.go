@@ -5,6 +5,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rollcall/rollcall/webui"
 )
 
 // authKind is who may call a route.
@@ -43,6 +45,8 @@ func (n *Node) routes() []route {
 
 func (n *Node) coreRoutes() []route {
 	return []route{
+		{"GET", "/", authNone, "the web UI (redirects to /ui/)", nil, gin.WrapH(webui.Handler())},
+		{"GET", "/ui/*path", authNone, "the web UI: HTML, CSS and JavaScript modules embedded in the binary", nil, gin.WrapH(webui.Handler())},
 		{"GET", "/metrics", authNone, "Prometheus metrics", nil, gin.WrapH(promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}))},
 		{"GET", "/ca.pem", authNone, "the cluster CA certificate (check it by its SHA-256)", nil, n.getCA},
 		{"GET", "/api/v1/health", authNone, "node, leader, applied index, ok", nil, n.getHealth},
