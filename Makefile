@@ -40,6 +40,7 @@ bench:
 	$(GO) run ./lab/bench/tftp
 	$(GO) run ./lab/bench/power
 	$(GO) run ./lab/bench/export
+	$(GO) run ./lab/bench/http
 
 # Short fuzzing runs of every fuzz target (the seed corpora also run in `make unit`).
 fuzz:

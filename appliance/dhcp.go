@@ -221,5 +221,5 @@ func (n *Node) getBootLoader(c *gin.Context) {
 		return
 	}
 	defer f.Close()
-	http.ServeContent(c.Writer, c.Request, name, time.Time{}, f)
+	http.ServeContent(sendfileWriter{c.Writer}, c.Request, name, time.Time{}, f)
 }

@@ -214,7 +214,22 @@ func (n *Node) serveImageFile(c *gin.Context) {
 	c.Header("ETag", `"`+f.SHA256+`"`)
 	// ServeContent handles HEAD, Range, If-Range and Content-Length (RFC
 	// 9110); the response writer sends an *os.File with sendfile.
-	http.ServeContent(c.Writer, c.Request, "", time.Time{}, file)
+	http.ServeContent(sendfileWriter{c.Writer}, c.Request, "", time.Time{}, file)
+}
+
+// sendfileWriter gives gin's response writer, which has no io.ReaderFrom,
+// the one of the http.ResponseWriter underneath, so that ServeContent's copy
+// of an *os.File is a sendfile instead of 32 KiB reads and writes.
+type sendfileWriter struct{ gin.ResponseWriter }
+
+func (w sendfileWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.WriteHeaderNow()
+	if u, ok := w.ResponseWriter.(interface{ Unwrap() http.ResponseWriter }); ok {
+		if rf, ok := u.Unwrap().(io.ReaderFrom); ok {
+			return rf.ReadFrom(r)
+		}
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
 }
 
 // serveBlob is GET /v1/blobs/{sha} on the cluster port (mutual TLS).

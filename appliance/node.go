@@ -564,14 +564,18 @@ func (n *Node) Close() error {
 	default:
 		close(n.closing)
 	}
-	if n.https != nil {
+	for _, srv := range []*http.Server{n.https, n.http} {
+		if srv == nil {
+			continue
+		}
+		// Blocking queries may hold connections for minutes: give requests
+		// a moment to finish, then close what is left.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, n.https.Shutdown(ctx))
-		cancel()
-	}
-	if n.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		errs = append(errs, n.http.Shutdown(ctx))
+		if err := srv.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+			srv.Close()
+		} else {
+			errs = append(errs, err)
+		}
 		cancel()
 	}
 	if n.cluster != nil {
