@@ -181,6 +181,9 @@ func TestBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS(`input[type=search]`), "r1-n01"),
 			waitJS(`document.getElementById('machines-count').textContent === '1 of 14 machines'`),
 			chromedp.Click(chromedp.CSS(`.grid-canvas [role=row]:not([hidden]) input[type=checkbox]`)),
+			// A click on a row's checkbox moves focus to the row a moment
+			// later: let it land before typing, or keys go to the row.
+			waitJS(`document.activeElement && document.activeElement.getAttribute('role') === 'row'`),
 			clearFilter(),
 			chromedp.SendKeys(chromedp.CSS(`input[type=search]`), "spare"),
 			waitJS(`document.getElementById('machines-count').textContent === '1 of 14 machines'`),
