@@ -3,8 +3,6 @@ package appliance
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,6 +21,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/apiclient"
 	"github.com/rollcall/rollcall/appliance/console"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/store"
@@ -185,10 +184,11 @@ func cmdServe(args []string, stderr io.Writer) error {
 }
 
 // client talks to the API as the CLI.
+// client is the CLI's API client: apiclient with the CLI's way of finding
+// the URL, token and CA.
 type client struct {
-	base  string
-	token string
-	http  *http.Client
+	base, token string
+	api         *apiclient.Client
 }
 
 func newClient(fs *flag.FlagSet, args []string) (*client, error) {
@@ -196,7 +196,7 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	c := &client{base: os.Getenv("ROLLCALL_URL"), token: os.Getenv("ROLLCALL_TOKEN"), http: &http.Client{Timeout: 10 * time.Minute}}
+	c := &client{base: os.Getenv("ROLLCALL_URL"), token: os.Getenv("ROLLCALL_TOKEN")}
 	var savedCA string
 	if _, err := os.Stat(filepath.Join(*data, fileNodeInfo)); err != nil && (c.base == "" || c.token == "") {
 		// not on a node: what the console saved in ~/.config/rollcall/client.json
@@ -227,24 +227,25 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 		c.token = strings.TrimSpace(string(b))
 	}
 	c.base = strings.TrimRight(c.base, "/")
+	caFile := ""
 	if strings.HasPrefix(c.base, "https://") {
-		caFile := os.Getenv("ROLLCALL_CA")
+		caFile = os.Getenv("ROLLCALL_CA")
 		if caFile == "" {
 			caFile = savedCA
 		}
 		if caFile == "" {
 			caFile = filepath.Join(*data, dirTLS, fileCA)
 		}
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
+		if _, err := os.Stat(caFile); err != nil {
 			return nil, fmt.Errorf("an https URL needs the cluster CA: set ROLLCALL_CA to its PEM file (%v)", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
-		}
-		c.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	}
+	api, err := apiclient.New(c.base, c.token, caFile)
+	if err != nil {
+		return nil, err
+	}
+	api.HTTP.Timeout = 10 * time.Minute
+	c.api = api
 	return c, nil
 }
 
@@ -258,78 +259,7 @@ func envOr(k, def string) string {
 // do calls the API; a non-2xx answer becomes an error carrying the API's
 // message.
 func (c *client) do(method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	var payload []byte
-	if body != nil {
-		payload, _ = io.ReadAll(body)
-	}
-	// "no leader; retry" means nothing was applied: retry through an
-	// election (a few seconds), then give up with the API's message.
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		req, err := http.NewRequest(method, c.base+path, bytes.NewReader(payload))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		if in != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			return fmt.Errorf("cannot reach %s: %w", c.base, err)
-		}
-		err = decodeReply(resp, out)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || !errors.Is(err, errNoLeaderReply) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// errNoLeaderReply marks an answer whose code is no_leader.
-var errNoLeaderReply = errors.New("no leader")
-
-// replyError is the API's message, classifiable by its code.
-type replyError struct{ code, msg string }
-
-func (e *replyError) Error() string { return e.msg }
-
-func (e *replyError) Is(target error) bool {
-	return target == errNoLeaderReply && e.code == "no_leader"
-}
-
-// decodeReply turns a non-2xx answer into an error carrying the API's
-// message, and decodes a 2xx one into out (a *json.RawMessage keeps it raw).
-func decodeReply(resp *http.Response, out any) error {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return &replyError{code: e.Error.Code, msg: e.Error.Message}
-		}
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	if out == nil {
-		return nil
-	}
-	if raw, ok := out.(*json.RawMessage); ok {
-		*raw = b
-		return nil
-	}
-	return json.Unmarshal(b, out)
+	return c.api.Do(context.Background(), method, path, in, out)
 }
 
 func printJSON(w io.Writer, raw json.RawMessage) error {

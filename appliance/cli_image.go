@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -125,19 +126,7 @@ func cmdImage(args []string, stdout io.Writer) error {
 
 // upload sends a raw body of known length.
 func (c *client) upload(method, path string, body io.Reader, size int64, out any) error {
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		return err
-	}
-	req.ContentLength = size
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot reach %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	return decodeReply(resp, out)
+	return c.api.Upload(context.Background(), method, path, body, size, out)
 }
 
 // flagsFirstWith is flagsFirst for commands whose listed flags take a value.

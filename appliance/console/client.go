@@ -1,137 +1,51 @@
 package console
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/apiclient"
 	"github.com/rollcall/rollcall/store"
 )
 
 // Client is the console's view of the management API over HTTP(S).
-type Client struct {
-	base  string
-	token string
-	http  *http.Client
-}
+type Client struct{ api *apiclient.Client }
 
 // NewClient returns a client for the API at baseURL with an admin token.
 // An https:// URL is checked against caFile (the cluster CA's PEM) when
 // given, else against the system roots.
 func NewClient(baseURL, token, caFile string) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("api url %q: want http://HOST:PORT or https://HOST:PORT", baseURL)
+	api, err := apiclient.New(baseURL, token, caFile)
+	if err != nil {
+		return nil, err
 	}
-	if strings.TrimSpace(token) == "" {
-		return nil, errors.New("api token: empty")
-	}
-	c := &Client{base: u.String(), token: strings.TrimSpace(token), http: &http.Client{}}
-	if u.Scheme == "https" && caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("cluster ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("cluster ca: %s holds no PEM certificate", caFile)
-		}
-		c.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	}
-	return c, nil
+	return &Client{api: api}, nil
 }
 
 // URL is the API's base URL.
-func (c *Client) URL() string { return c.base }
+func (c *Client) URL() string { return c.api.Base }
 
 // APIError is a non-2xx answer: the API's code and message.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *APIError) Error() string { return e.Message }
+type APIError = apiclient.Error
 
 // Unauthorized reports whether err is the API refusing the token.
-func Unauthorized(err error) bool {
-	var e *APIError
-	return errors.As(err, &e) && (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden)
-}
+func Unauthorized(err error) bool { return apiclient.Unauthorized(err) }
 
 const (
 	readTimeout   = 20 * time.Second
 	actionTimeout = 2 * time.Minute // the API waits up to 110 s for a BMC job
 )
 
-// do calls the API. "no leader" answers mean nothing was applied, so it
-// retries them for a while (an election), as the CLI does.
+// do calls the API within timeout ("no leader" answers are retried by the
+// client, as the CLI's are).
 func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, in, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var payload []byte
-	if in != nil {
-		var err error
-		if payload, err = json.Marshal(in); err != nil {
-			return err
-		}
-	}
-	for {
-		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(payload))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+c.token)
-		if in != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			return fmt.Errorf("cannot reach %s: %w", c.base, err)
-		}
-		err = decode(resp, out)
-		resp.Body.Close()
-		var ae *APIError
-		if !errors.As(err, &ae) || ae.Code != "no_leader" {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func decode(resp *http.Response, out any) error {
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
-		}
-		return &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))}
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(b, out)
+	return c.api.Do(ctx, method, path, in, out)
 }
 
 func machinePath(id string) string { return "/api/v1/machines/" + url.PathEscape(id) }

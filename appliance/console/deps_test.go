@@ -14,7 +14,7 @@ import (
 // around the API.
 func TestImports(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
-	allowed := []string{"github.com/rollcall/rollcall/store", "github.com/rollcall/rollcall/appliance/pki"}
+	allowed := []string{"github.com/rollcall/rollcall/store", "github.com/rollcall/rollcall/appliance/pki", "github.com/rollcall/rollcall/appliance/apiclient"}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue

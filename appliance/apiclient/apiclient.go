@@ -1,0 +1,153 @@
+// Package apiclient is the one HTTP client of Rollcall's management API,
+// shared by the CLI and the console: bearer auth, the cluster CA for https,
+// the API's error shape turned into *Error, and retries of "no leader"
+// answers (nothing was applied, so retrying through an election is safe).
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Client calls the API at Base with an admin token.
+type Client struct {
+	Base  string
+	Token string
+	HTTP  *http.Client
+	// NoLeaderRetry is how long "no leader" answers are retried; default 15 s.
+	NoLeaderRetry time.Duration
+}
+
+// New returns a client for baseURL. An https:// URL is checked against
+// caFile (the cluster CA's PEM) when given, else against the system roots.
+func New(baseURL, token, caFile string) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("api url %q: want http://HOST:PORT or https://HOST:PORT", baseURL)
+	}
+	if strings.TrimSpace(token) == "" {
+		return nil, errors.New("api token: empty")
+	}
+	c := &Client{Base: u.String(), Token: strings.TrimSpace(token), HTTP: &http.Client{}}
+	if u.Scheme == "https" && caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("cluster CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cluster CA: %s holds no PEM certificate", caFile)
+		}
+		c.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	return c, nil
+}
+
+// Error is a non-2xx answer: the status, the API's code and its message.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// NoLeader reports whether err is the API's "no leader; retry".
+func NoLeader(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == "no_leader"
+}
+
+// Unauthorized reports whether err is the API refusing the token.
+func Unauthorized(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden)
+}
+
+// Do sends in as JSON (nil: no body) and decodes the answer into out (nil:
+// discard; *json.RawMessage: keep it raw).
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var payload []byte
+	if in != nil {
+		var err error
+		if payload, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	return c.send(ctx, method, path, "application/json", func() io.Reader { return bytes.NewReader(payload) }, int64(len(payload)), in != nil, true, out)
+}
+
+// Upload sends a raw body of known length (image files). A stream cannot be
+// sent twice, so it is not retried.
+func (c *Client) Upload(ctx context.Context, method, path string, body io.Reader, size int64, out any) error {
+	return c.send(ctx, method, path, "application/octet-stream", func() io.Reader { return body }, size, true, false, out)
+}
+
+func (c *Client) send(ctx context.Context, method, path, ctype string, body func() io.Reader, size int64, hasBody, retry bool, out any) error {
+	wait := c.NoLeaderRetry
+	if wait == 0 {
+		wait = 15 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body())
+		if err != nil {
+			return err
+		}
+		if hasBody {
+			req.ContentLength = size
+			req.Header.Set("Content-Type", ctype)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			return fmt.Errorf("cannot reach %s: %w", c.Base, err)
+		}
+		err = Decode(resp, out)
+		resp.Body.Close()
+		if !retry || !NoLeader(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Decode turns a non-2xx answer into *Error and decodes a 2xx one into out.
+func Decode(resp *http.Response, out any) error {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
+			return &Error{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		}
+		return &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))}
+	}
+	if out == nil {
+		return nil
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = b
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
