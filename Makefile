@@ -30,7 +30,7 @@ unit:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # End-to-end: real rollcall processes forming a cluster, killed and restarted.
-e2e: build
+e2e: build image
 	$(GO) test -count=1 -timeout 20m -tags e2e -run . ./lab/e2e/
 
 bench:
