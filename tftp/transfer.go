@@ -320,6 +320,10 @@ type packetConn interface {
 type netConn struct {
 	c        *net.UDPConn
 	deadline time.Time
+	// mu and shut keep Shutdown's past deadline from being re-armed by a
+	// concurrent Arm (which would leave the read waiting a full timeout).
+	mu   sync.Mutex
+	shut bool
 }
 
 func (c *netConn) Write(b []byte) (int, error) { return c.c.Write(b) }
@@ -335,6 +339,11 @@ func (c *netConn) Read(b []byte) (int, error) {
 // Arm re-arms the deadline only when it has drifted by more than a quarter
 // of the timeout: a runtime timer update per datagram is measurable.
 func (c *netConn) Arm(deadline time.Time, timeout time.Duration, force bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shut {
+		return nil
+	}
 	if force || deadline.Sub(c.deadline) > timeout/4 {
 		c.deadline = deadline
 		return c.c.SetReadDeadline(deadline)
@@ -342,5 +351,10 @@ func (c *netConn) Arm(deadline time.Time, timeout time.Duration, force bool) err
 	return nil
 }
 
-func (c *netConn) Shutdown()    { _ = c.c.SetReadDeadline(time.Unix(1, 0)) }
+func (c *netConn) Shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shut = true
+	_ = c.c.SetReadDeadline(time.Unix(1, 0))
+}
 func (c *netConn) Close() error { return c.c.Close() }
