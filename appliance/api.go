@@ -305,7 +305,11 @@ func (n *Node) blockingQuery(c *gin.Context, table string) error {
 func (n *Node) getHealth(c *gin.Context) {
 	leader, _ := n.cluster.Leader()
 	st := n.cluster.LocalStatus()
-	ok := leader != ""
+	// Healthy: a leader is known and this node holds the cluster identity
+	// (a new cluster records it right after its first election).
+	var hasIdentity bool
+	n.db.View(func(tx *store.Tx) error { _, err := tx.Identity(); hasIdentity = err == nil; return nil })
+	ok := leader != "" && hasIdentity
 	status := http.StatusOK
 	if !ok {
 		status = http.StatusServiceUnavailable

@@ -441,17 +441,19 @@ func (n *Node) bootstrap(ctx context.Context) error {
 		AgentTokenHash: agentHash, SealedAgentToken: sealedAgent, Created: now,
 	}
 	n.pendingCAKey = nil
-	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: id}, func(tx *store.Tx) bool {
-		_, err := tx.Identity()
-		return err == nil
-	}); err != nil {
-		return fmt.Errorf("bootstrap: record cluster identity: %w", err)
-	}
+	// The token files first: once the identity is in the store the node
+	// reports healthy, and a client on the node then finds its token.
 	if err := writeFileAtomic(n.path(fileAdmin), []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("bootstrap: write admin token: %w", err)
 	}
 	if err := writeFileAtomic(n.path(fileAgent), []byte(agentToken+"\n"), 0o600); err != nil {
 		return fmt.Errorf("bootstrap: write agent token: %w", err)
+	}
+	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: id}, func(tx *store.Tx) bool {
+		_, err := tx.Identity()
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("bootstrap: record cluster identity: %w", err)
 	}
 	return n.putNodeRecord(wctx)
 }
