@@ -262,6 +262,28 @@ func (c *client) do(method, path string, in, out any) error {
 	return c.api.Do(context.Background(), method, path, in, out)
 }
 
+// show GETs path and prints the answer: as indented JSON with -json, else
+// decoded into T and printed for people.
+func show[T any](c *client, path string, asJSON bool, stdout io.Writer, print func(io.Writer, T)) error {
+	return exchange(c, http.MethodGet, path, nil, asJSON, stdout, func(w io.Writer, v T) error { print(w, v); return nil })
+}
+
+// exchange is show for any method and request body.
+func exchange[T any](c *client, method, path string, in any, asJSON bool, stdout io.Writer, print func(io.Writer, T) error) error {
+	var raw json.RawMessage
+	if err := c.do(method, path, in, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, raw)
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	return print(stdout, v)
+}
+
 func printJSON(w io.Writer, raw json.RawMessage) error {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
@@ -296,18 +318,7 @@ func cmdCluster(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var raw json.RawMessage
-		if err := c.do(http.MethodGet, "/api/v1/cluster", nil, &raw); err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(stdout, raw)
-		}
-		var v ClusterView
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		return printClusterStatus(stdout, v)
+		return exchange(c, http.MethodGet, "/api/v1/cluster", nil, *asJSON, stdout, printClusterStatus)
 	case "remove":
 		c, err := newClient(fs, args[1:])
 		if err != nil {
@@ -478,19 +489,7 @@ func cmdShow(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := c.do(http.MethodGet, "/api/v1/machines/"+url.PathEscape(ref), nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	var d MachineDetail
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return err
-	}
-	printDetail(stdout, d)
-	return nil
+	return show(c, "/api/v1/machines/"+url.PathEscape(ref), *asJSON, stdout, printDetail)
 }
 
 func printDetail(w io.Writer, d MachineDetail) {
@@ -560,21 +559,10 @@ func cmdEvents(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := c.do(http.MethodGet, "/api/v1/machines/"+url.PathEscape(ref)+"/events", nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	var v struct {
+	type eventList struct {
 		Events []store.Event `json:"events"`
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
-	}
-	printEvents(stdout, v.Events)
-	return nil
+	return show(c, "/api/v1/machines/"+url.PathEscape(ref)+"/events", *asJSON, stdout, func(w io.Writer, v eventList) { printEvents(w, v.Events) })
 }
 
 func cmdRecommission(args []string, stdout io.Writer) error {

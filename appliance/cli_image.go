@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -81,31 +80,12 @@ func cmdImage(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var raw json.RawMessage
-		if err := c.do(http.MethodGet, "/api/v1/images", nil, &raw); err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(stdout, raw)
-		}
-		var v struct {
+		type imageList struct {
 			Images []store.Image `json:"images"`
 		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tFILES\tSIZE\tNODES\tCREATED")
-		for _, im := range v.Images {
-			var names []string
-			var size int64
-			for _, f := range im.Files {
-				names = append(names, f.Name)
-				size += f.Size
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", im.Name, strings.Join(names, ","), humanBytes(size), strings.Join(im.Nodes, ","), im.Created.Local().Format("2006-01-02 15:04"))
-		}
-		return tw.Flush()
+		return exchange(c, http.MethodGet, "/api/v1/images", nil, *asJSON, stdout, func(stdout io.Writer, v imageList) error {
+			return printImages(stdout, v.Images)
+		})
 	case "rm":
 		c, err := newClient(fs, flagsFirst(args[1:]))
 		if err != nil {
@@ -151,4 +131,19 @@ func flagsFirstWith(args []string, valued ...string) []string {
 		rest = append(rest, a)
 	}
 	return append(flags, rest...)
+}
+
+func printImages(w io.Writer, images []store.Image) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tFILES\tSIZE\tNODES\tCREATED")
+	for _, im := range images {
+		var names []string
+		var size int64
+		for _, f := range im.Files {
+			names = append(names, f.Name)
+			size += f.Size
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", im.Name, strings.Join(names, ","), humanBytes(size), strings.Join(im.Nodes, ","), im.Created.Local().Format("2006-01-02 15:04"))
+	}
+	return tw.Flush()
 }

@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -117,22 +116,6 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // show fetches path and prints it as JSON or with print.
-func show[T any](c *client, path string, asJSON bool, stdout io.Writer, print func(io.Writer, T)) error {
-	var raw json.RawMessage
-	if err := c.do(http.MethodGet, path, nil, &raw); err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(stdout, raw)
-	}
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
-	}
-	print(stdout, v)
-	return nil
-}
-
 func subnetPath(cidr string) (string, error) {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil {

@@ -2,7 +2,6 @@ package appliance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -332,17 +331,10 @@ func cmdExportPostgres(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	var raw json.RawMessage
-	if err := c.do(http.MethodPost, "/api/v1/export/postgres", req, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	var r ExportReply
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return err
-	}
+	return exchange(c, http.MethodPost, "/api/v1/export/postgres", req, *asJSON, stdout, printExportReply)
+}
+
+func printExportReply(stdout io.Writer, r ExportReply) error {
 	rows := 0
 	for _, n := range r.Stats.Rows {
 		rows += n
@@ -360,17 +352,10 @@ func cmdExportStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var raw json.RawMessage
-	if err := c.do(http.MethodGet, "/api/v1/export/status", nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	var v ExportStatusView
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
-	}
+	return exchange(c, http.MethodGet, "/api/v1/export/status", nil, *asJSON, stdout, printExportStatus)
+}
+
+func printExportStatus(stdout io.Writer, v ExportStatusView) error {
 	if !v.Configured {
 		fmt.Fprintf(stdout, "node %s: no postgres_export in its configuration\n", v.Node)
 		return nil
