@@ -111,12 +111,3 @@ func (e *BatchError) Error() string {
 	}
 	return fmt.Sprintf("batch: %d of %d entries failed", n, len(e.Errs))
 }
-
-// Barrier waits until everything committed before now is applied here; on
-// the leader that is a linearizable read point.
-func (c *Cluster) Barrier(ctx context.Context) error {
-	if c.raft.State() != raft.Leader {
-		return ErrNoLeader
-	}
-	return c.raft.Barrier(c.cfg.ApplyTimeout).Error()
-}

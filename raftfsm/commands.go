@@ -158,14 +158,6 @@ func Decode(b []byte) (Command, error) {
 	return c, nil
 }
 
-// CommandName names a type for logs and metrics.
-func CommandName(t Type) string {
-	if info, ok := commands[t]; ok {
-		return info.name
-	}
-	return fmt.Sprintf("type-%d", t)
-}
-
 // Noop changes nothing; it is a cheap way to commit an index (tests, barriers).
 type Noop struct{}
 

@@ -157,31 +157,6 @@ func ParseCertPEM(certPEM []byte) (*x509.Certificate, error) {
 	}
 }
 
-// parseCertsPEM parses every CERTIFICATE block in data, in order.
-func parseCertsPEM(data []byte) ([]*x509.Certificate, error) {
-	var certs []*x509.Certificate
-	rest := data
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != pemCertificate {
-			continue
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("parse certificate %d: %w", len(certs), err)
-		}
-		certs = append(certs, cert)
-	}
-	if len(certs) == 0 {
-		return nil, errors.New("parse certificates: no CERTIFICATE pem block")
-	}
-	return certs, nil
-}
-
 // Fingerprint is the SHA-256 of the certificate's DER encoding. It is what a
 // join code carries to pin the cluster CA.
 func Fingerprint(cert *x509.Certificate) [32]byte {

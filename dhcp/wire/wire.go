@@ -166,12 +166,6 @@ func Addr(ip net.IP) netip.Addr {
 	return a
 }
 
-// Option returns the raw value of option code, if present.
-func Option(p *dhcpv4.DHCPv4, code uint8) ([]byte, bool) {
-	v, ok := p.Options[code]
-	return v, ok
-}
-
 // OptAddr returns a 4-byte address option.
 func OptAddr(p *dhcpv4.DHCPv4, code uint8) netip.Addr {
 	v := p.Options[code]

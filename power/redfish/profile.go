@@ -147,16 +147,6 @@ func Profiles() []Profile {
 	}
 }
 
-// ProfileByName returns the named profile.
-func ProfileByName(name string) (Profile, bool) {
-	for _, p := range Profiles() {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return Profile{}, false
-}
-
 // Recognise picks the profile for what a BMC says about itself; the
 // standard when no vendor's rule matches.
 func Recognise(s Signals) Profile {

@@ -25,11 +25,6 @@ func (r *rowSet) add(table string, row []any) {
 	r.n++
 }
 
-func (r *rowSet) reset() {
-	clear(r.rows)
-	r.n = 0
-}
-
 // addMachine adds a machine and everything derived from it and from its
 // inventory document (nil when it has none). Events are separate.
 func (r *rowSet) addMachine(m store.Machine, doc []byte) error {
