@@ -97,13 +97,27 @@ func (n *Node) postJoinCode(c *gin.Context) {
 
 func (n *Node) deleteMember(c *gin.Context) {
 	name := c.Param("name")
+	// Removal is idempotent: a node already out of the Raft configuration
+	// but still on record (an earlier attempt whose answer was lost) is
+	// finished, not refused.
 	if err := n.cluster.RemoveMember(c.Request.Context(), name); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		known := false
+		n.db.View(func(tx *store.Tx) error {
+			_, nerr := tx.Node(name)
+			known = nerr == nil || tx.NodeRemoved(name)
+			return nil
+		})
+		switch {
+		case errors.Is(err, store.ErrNotFound) && known:
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, raftfsm.ErrNoLeader):
 			n.fail(c, err)
 			return
+		default:
+			// Not "no leader": the change may have been made; retrying is
+			// safe (see above) but not automatic.
+			n.fail(c, &apiError{Status: http.StatusServiceUnavailable, Code: "unknown_outcome", Message: "could not confirm the removal: " + err.Error() + "; check rollcall cluster status and retry", cause: err})
+			return
 		}
-		n.fail(c, &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: "could not remove the member: " + err.Error(), cause: err})
-		return
 	}
 	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.NodeRemove{Name: name})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
