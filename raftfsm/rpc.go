@@ -174,9 +174,17 @@ func (c *Cluster) forward(ctx context.Context, data []byte) (uint64, error) {
 
 // call makes a node-to-node call and decodes a JSON reply.
 func (c *Cluster) call(ctx context.Context, nodeAddr, method, path string, body []byte, out any) error {
+	return c.callHeader(ctx, nodeAddr, method, path, body, out, nil)
+}
+
+// callHeader is call with extra request headers.
+func (c *Cluster) callHeader(ctx context.Context, nodeAddr, method, path string, body []byte, out any, h http.Header) error {
 	req, err := http.NewRequestWithContext(ctx, method, "https://"+nodeAddr+path, bytes.NewReader(body))
 	if err != nil {
 		return err
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	resp, err := c.peers.Do(req)
 	if err != nil {
@@ -187,8 +195,13 @@ func (c *Cluster) call(ctx context.Context, nodeAddr, method, path string, body 
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode == http.StatusNotFound {
+	switch resp.StatusCode {
+	case http.StatusNotFound:
 		return fmt.Errorf("%s: %w", strings.TrimSpace(string(b)), store.ErrNotFound)
+	case http.StatusMisdirectedRequest:
+		return fmt.Errorf("%s %s on %s: %w", method, path, nodeAddr, ErrNoLeader)
+	case http.StatusBadRequest, http.StatusForbidden:
+		return fmt.Errorf("%s %s on %s: %s: %w", method, path, nodeAddr, strings.TrimSpace(string(b)), errRefused)
 	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("%s %s on %s: %s: %s", method, path, nodeAddr, resp.Status, strings.TrimSpace(string(b)))
@@ -326,23 +339,54 @@ func (c *Cluster) handleAddMember(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("a node may only add itself (certificate is for %q)", cn), http.StatusForbidden)
 		return
 	}
-	if err := c.AddMember(r.Context(), req.ID, req.Address, req.Voter); err != nil {
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	c.serveMemberChange(w, r, c.addLocal(req.ID, req.Address, req.Voter), func() error {
+		return c.AddMember(r.Context(), req.ID, req.Address, req.Voter)
+	})
+}
+
+func (c *Cluster) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	tried := false
+	c.serveMemberChange(w, r, c.removeLocal(id, &tried), func() error { return c.RemoveMember(r.Context(), id) })
+}
+
+// hopHeader marks a membership change forwarded by a member to the node it
+// takes for the leader: that node only acts if it leads, so the retrying
+// stays with the one caller and no request hops twice.
+const hopHeader = "Rollcall-Forwarded"
+
+// serveMemberChange answers a membership change: a forwarded one is tried
+// here once, on the leader only; one from a joiner goes through the full
+// retrying path.
+func (c *Cluster) serveMemberChange(w http.ResponseWriter, r *http.Request, local func() (bool, error), full func() error) {
+	var err error
+	switch {
+	case r.Header.Get(hopHeader) == "":
+		err = full()
+	case c.raft.State() != raft.Leader:
+		err = ErrNoLeader
+	default:
+		_, err = local()
+	}
+	if err != nil {
+		http.Error(w, err.Error(), memberStatus(err))
 		return
 	}
 	writeJSON(w, map[string]bool{"ok": true})
 }
 
-func (c *Cluster) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
-	if err := c.RemoveMember(r.Context(), r.PathValue("id")); err != nil {
-		status := http.StatusServiceUnavailable
-		if errors.Is(err, store.ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), status)
-		return
+// memberStatus is the node-call status for a failed membership change;
+// call maps it back to the same error.
+func memberStatus(err error) int {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrNoLeader):
+		return http.StatusMisdirectedRequest
+	case errors.Is(err, errRefused):
+		return http.StatusBadRequest
 	}
-	writeJSON(w, map[string]bool{"ok": true})
+	return http.StatusServiceUnavailable
 }
 
 // isMember reports whether id is in the current Raft configuration.
@@ -362,52 +406,120 @@ func (c *Cluster) isMember(id string) bool {
 // AddMember adds a server to the configuration, on the leader (forwarding
 // when this node is not it). Voters are added as voters directly; hashicorp
 // raft catches a new server up before it counts toward commit only for
-// non-voters, so a large store should join as non-voter first.
+// non-voters, so a large store should join as non-voter first. Adding a
+// server that is already there with the same address changes nothing, so
+// the change is retried through leader elections.
 func (c *Cluster) AddMember(ctx context.Context, id, address string, voter bool) error {
-	if c.raft.State() != raft.Leader {
-		_, leader := c.Leader()
-		if leader == "" {
-			return ErrNoLeader
-		}
-		body, _ := json.Marshal(addMemberRequest{ID: id, Address: address, Voter: voter})
-		return c.call(ctx, leader, http.MethodPost, "/v1/members", body, nil)
-	}
-	var f raft.IndexFuture
-	if voter {
-		f = c.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(address), 0, c.cfg.ApplyTimeout)
-	} else {
-		f = c.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(address), 0, c.cfg.ApplyTimeout)
-	}
-	if err := f.Error(); err != nil {
-		return fmt.Errorf("add member %s: %w", id, err)
-	}
-	return nil
+	body, _ := json.Marshal(addMemberRequest{ID: id, Address: address, Voter: voter})
+	return c.changeMembers(ctx, http.MethodPost, "/v1/members", body, c.addLocal(id, address, voter), new(bool))
 }
 
-// RemoveMember removes a server from the configuration, on the leader.
+// RemoveMember removes a server from the configuration, on the leader
+// (forwarding when this node is not it), through leader elections. A server
+// that is gone when an earlier attempt of this call may have removed it is
+// success; one that was never a member is store.ErrNotFound.
 func (c *Cluster) RemoveMember(ctx context.Context, id string) error {
-	if c.raft.State() != raft.Leader {
+	tried := false
+	return c.changeMembers(ctx, http.MethodDelete, "/v1/members/"+id, nil, c.removeLocal(id, &tried), &tried)
+}
+
+// addLocal is AddMember's step on the leader; done reports success.
+func (c *Cluster) addLocal(id, address string, voter bool) func() (done bool, err error) {
+	return func() (bool, error) {
+		var f raft.IndexFuture
+		if voter {
+			f = c.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(address), 0, c.cfg.ApplyTimeout)
+		} else {
+			f = c.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(address), 0, c.cfg.ApplyTimeout)
+		}
+		if err := f.Error(); err != nil {
+			return false, fmt.Errorf("add member %s: %w", id, leadershipErr(err))
+		}
+		return true, nil
+	}
+}
+
+// removeLocal is RemoveMember's step on the leader; *tried records that an
+// attempt was made, so a server found gone afterwards counts as removed.
+func (c *Cluster) removeLocal(id string, tried *bool) func() (done bool, err error) {
+	return func() (bool, error) {
+		if !c.isMember(id) {
+			if *tried {
+				return true, nil
+			}
+			return false, fmt.Errorf("remove member: %q is not a member: %w", id, store.ErrNotFound)
+		}
+		*tried = true
+		if err := c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.ApplyTimeout).Error(); err != nil {
+			return false, fmt.Errorf("remove member %s: %w", id, leadershipErr(err))
+		}
+		return true, nil
+	}
+}
+
+// leadershipErr turns Raft's "not the leader" into ErrNoLeader, which the
+// callers know to retry.
+func leadershipErr(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+		return fmt.Errorf("%w (%v)", ErrNoLeader, err)
+	}
+	return err
+}
+
+// changeMembers runs a configuration change on the leader: local when this
+// node leads, else forwarded over the node-call protocol. Both changes are
+// idempotent, so every failure but a refusal of the request itself (no
+// leader, leadership lost, the leader unreachable or no longer leading) is
+// retried until ctx or ApplyTimeout ends; the last error is returned then.
+// *tried is set once an attempt may have taken effect, so that a removal
+// finding the server gone afterwards is success.
+func (c *Cluster) changeMembers(ctx context.Context, method, path string, body []byte, local func() (bool, error), tried *bool) error {
+	deadline := time.Now().Add(c.cfg.ApplyTimeout)
+	for {
+		var err error
 		_, leader := c.Leader()
-		if leader == "" {
-			return ErrNoLeader
+		switch {
+		case c.raft.State() == raft.Leader:
+			var done bool
+			done, err = local()
+			if done {
+				return nil
+			}
+		case leader == "":
+			err = ErrNoLeader
+		default:
+			err = c.callHeader(ctx, leader, method, path, body, nil, http.Header{hopHeader: {"1"}})
+			if err == nil {
+				return nil
+			}
+			if errors.Is(err, store.ErrNotFound) && *tried {
+				// An earlier attempt whose answer was lost did it.
+				return nil
+			}
+			// Only a leader refusing as "not the leader" surely did nothing.
+			*tried = *tried || !errors.Is(err, ErrNoLeader)
 		}
-		return c.call(ctx, leader, http.MethodDelete, "/v1/members/"+id, nil, nil)
-	}
-	found := false
-	f := c.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return err
-	}
-	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == id {
-			found = true
+		if !retryable(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(c.cfg.HeartbeatTimeout / 4):
 		}
 	}
-	if !found {
-		return fmt.Errorf("remove member: %q is not a member: %w", id, store.ErrNotFound)
+}
+
+// errRefused marks a node call the other side refused as malformed or
+// not allowed: asking again cannot help.
+var errRefused = errors.New("refused")
+
+// retryable reports whether a membership change that failed with err can
+// be tried again: everything but a refusal of the request itself.
+func retryable(err error) bool {
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, errRefused):
+		return false
 	}
-	if err := c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.ApplyTimeout).Error(); err != nil {
-		return fmt.Errorf("remove member %s: %w", id, err)
-	}
-	return nil
+	return true
 }
