@@ -1,11 +1,13 @@
 package raftfsm
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"time"
 
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/binenc"
 )
 
 // DHCP lease commands. The scheme (see store/leases.go): nodes claim blocks
@@ -89,7 +91,7 @@ func (*LeaseBlockRenew) Version() uint8 { return 1 }
 func (*LeaseBlockRelease) Version() uint8 {
 	return 1
 }
-func (*LeaseBatch) Version() uint8  { return 1 }
+func (*LeaseBatch) Version() uint8  { return 2 }
 func (*LeaseExpire) Version() uint8 { return 1 }
 
 func (c *LeaseBlockClaim) apply(tx *store.Tx) error {
@@ -178,8 +180,12 @@ func (c *LeaseBlockRelease) apply(tx *store.Tx) error {
 // it. A refused grant is a bug or a clock far off; it is skipped, not fatal.
 func (c *LeaseBatch) apply(tx *store.Tx) error {
 	refused := 0
+	var b store.LeaseBlock // grants come in address runs: most share the last block
+	ok := false
 	for _, g := range c.Grants {
-		b, ok := tx.BlockOf(g.IP)
+		if !ok || g.IP.Less(b.First) || b.Last.Less(g.IP) {
+			b, ok = tx.BlockOf(g.IP)
+		}
 		old, oldErr := tx.Lease(g.IP)
 		subnet := b.Subnet
 		if !ok || b.Node != c.Node || g.Expires.After(b.Expires.Add(time.Second)) {
@@ -233,6 +239,70 @@ func (c *LeaseBatch) apply(tx *store.Tx) error {
 	return nil
 }
 
+// LeaseBatch body, version 2: binenc fields in declaration order, each list
+// a count then its entries. It is the command sent at DHCP rates and decoded
+// on every node; version 1 was JSON and still decodes.
+func (c *LeaseBatch) marshalBody() ([]byte, error) {
+	w := binenc.NewWriter(32 + 80*len(c.Grants) + 40*len(c.Releases) + 64*len(c.Seen))
+	w.String(c.Node)
+	w.Time(c.Now)
+	w.Uvarint(uint64(len(c.Grants)))
+	for _, g := range c.Grants {
+		w.Addr(g.IP)
+		w.String(g.MAC)
+		w.String(g.ClientID)
+		w.String(g.Hostname)
+		w.Time(g.Granted)
+		w.Time(g.Expires)
+	}
+	w.Uvarint(uint64(len(c.Releases)))
+	for _, r := range c.Releases {
+		w.Addr(r.IP)
+		w.String(r.MAC)
+		w.Bool(r.Declined)
+		w.Time(r.Until)
+	}
+	w.Uvarint(uint64(len(c.Seen)))
+	for _, s := range c.Seen {
+		w.String(s.MAC)
+		w.String(s.Node)
+		w.String(s.Interface)
+		w.String(s.VLAN)
+		w.Varint(int64(s.Arch))
+		w.String(s.UserClass)
+		w.Time(s.Last)
+	}
+	return w.Bytes(), nil
+}
+
+// Smallest encodings of a grant, a release and a sighting: what a count in
+// the body may claim at most per remaining byte.
+const minGrantBytes, minReleaseBytes, minSeenBytes = 6, 4, 7
+
+func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
+	if version == 1 {
+		return json.Unmarshal(b, c)
+	}
+	r := binenc.NewReader(b)
+	c.Node, c.Now = r.String(), r.Time()
+	c.Grants = make([]LeaseGrant, r.Len(minGrantBytes))
+	for i := range c.Grants {
+		c.Grants[i] = LeaseGrant{IP: r.Addr(), MAC: r.String(), ClientID: r.String(), Hostname: r.String(), Granted: r.Time(), Expires: r.Time()}
+	}
+	c.Releases = make([]LeaseRelease, r.Len(minReleaseBytes))
+	for i := range c.Releases {
+		c.Releases[i] = LeaseRelease{IP: r.Addr(), MAC: r.String(), Declined: r.Bool(), Until: r.Time()}
+	}
+	c.Seen = make([]store.Seen, r.Len(minSeenBytes))
+	for i := range c.Seen {
+		c.Seen[i] = store.Seen{MAC: r.String(), Node: r.String(), Interface: r.String(), VLAN: r.String(), Arch: int(r.Varint()), UserClass: r.String(), Last: r.Time()}
+	}
+	if err := r.Done(); err != nil {
+		return fmt.Errorf("lease batch body: %w", err)
+	}
+	return nil
+}
+
 func (c *LeaseExpire) apply(tx *store.Tx) error {
 	var ended []netip.Addr
 	err := tx.Leases(c.First, c.Last, func(l store.Lease) bool {
@@ -257,7 +327,7 @@ func leaseCommands() map[Type]commandInfo {
 		TypeLeaseBlockClaim:   {"lease-block-claim", 1, func() Command { return &LeaseBlockClaim{} }},
 		TypeLeaseBlockRenew:   {"lease-block-renew", 1, func() Command { return &LeaseBlockRenew{} }},
 		TypeLeaseBlockRelease: {"lease-block-release", 1, func() Command { return &LeaseBlockRelease{} }},
-		TypeLeaseBatch:        {"lease-batch", 1, func() Command { return &LeaseBatch{} }},
+		TypeLeaseBatch:        {"lease-batch", 2, func() Command { return &LeaseBatch{} }},
 		TypeLeaseExpire:       {"lease-expire", 1, func() Command { return &LeaseExpire{} }},
 	}
 }

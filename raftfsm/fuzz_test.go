@@ -14,6 +14,7 @@ func FuzzDecode(f *testing.F) {
 		&MachineCreate{ID: "m-0123456789ab", Name: "a", MACs: []string{"52:54:00:00:00:01"}, Now: time.Unix(0, 0).UTC()},
 		&Commission{NewID: "m-0123456789ab", Identity: Identity{Key: "serial:X"}, Inventory: []byte(`{"version":1}`)},
 		&LeaseBatch{Node: "n1"},
+		grantBatch(0, 2),
 		&RangePut{},
 	} {
 		b, err := Encode(c)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 )
 
@@ -44,11 +43,7 @@ func (t *Tx) logChange(table, key, op string) error {
 	var k [16]byte
 	binary.BigEndian.PutUint64(k[:8], t.Index)
 	binary.BigEndian.PutUint64(k[8:], seq)
-	v, err := json.Marshal(Change{Index: t.Index, Table: table, Key: key, Op: op})
-	if err != nil {
-		return err
-	}
-	if err := b.Put(k[:], v); err != nil {
+	if err := b.Put(k[:], encodeChange(Change{Index: t.Index, Table: table, Key: key, Op: op})); err != nil {
 		return err
 	}
 	return t.pruneChanges()
@@ -86,8 +81,8 @@ func (t *Tx) Changes(after uint64, limit int) ([]Change, error) {
 	c := t.tx.Bucket(bucketChanges).Cursor()
 	for k, v := c.Seek(start[:]); k != nil; k, v = c.Next() {
 		var ch Change
-		if err := json.Unmarshal(v, &ch); err != nil {
-			return nil, fmt.Errorf("decode change: %w", err)
+		if err := decodeChange(v, &ch); err != nil {
+			return nil, err
 		}
 		out = append(out, ch)
 		if limit > 0 && len(out) >= limit {
@@ -104,8 +99,8 @@ func (t *Tx) RecentEvents(limit int) ([]Event, error) {
 	c := t.tx.Bucket(bucketChanges).Cursor()
 	for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
 		var ch Change
-		if err := json.Unmarshal(v, &ch); err != nil {
-			return nil, fmt.Errorf("decode change: %w", err)
+		if err := decodeChange(v, &ch); err != nil {
+			return nil, err
 		}
 		if ch.Table != "events" {
 			continue

@@ -73,8 +73,8 @@ func (t *Tx) ChangeBatch(after uint64, limit int) (changes []Change, through uin
 			return changes, changes[len(changes)-1].Index, nil
 		}
 		var ch Change
-		if err := json.Unmarshal(v, &ch); err != nil {
-			return nil, 0, fmt.Errorf("decode change: %w", err)
+		if err := decodeChange(v, &ch); err != nil {
+			return nil, 0, err
 		}
 		changes = append(changes, ch)
 	}
@@ -97,8 +97,8 @@ func (t *Tx) ForEachLease(fn func(l Lease) error) error {
 	c := t.tx.Bucket(bucketLeases).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var l Lease
-		if err := json.Unmarshal(v, &l); err != nil {
-			return fmt.Errorf("decode lease %x: %w", k, err)
+		if err := decodeLease(v, &l); err != nil {
+			return fmt.Errorf("lease %x: %w", k, err)
 		}
 		if err := fn(l); err != nil {
 			return err

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"time"
@@ -75,7 +74,7 @@ func (t *Tx) LeaseBlocks(p netip.Prefix) ([]LeaseBlock, error) {
 	c := t.tx.Bucket(bucketLeaseBlocks).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		var b LeaseBlock
-		if err := json.Unmarshal(v, &b); err != nil {
+		if err := decodeLeaseBlock(v, &b); err != nil {
 			return nil, fmt.Errorf("decode lease block: %w", err)
 		}
 		if !p.IsValid() || p == b.Subnet {
@@ -92,7 +91,7 @@ func (t *Tx) LeaseBlock(first netip.Addr) (LeaseBlock, error) {
 	if v == nil {
 		return b, fmt.Errorf("lease block %s: %w", first, ErrNotFound)
 	}
-	return b, json.Unmarshal(v, &b)
+	return b, decodeLeaseBlock(v, &b)
 }
 
 // BlockOf returns the block that holds a, if any.
@@ -109,7 +108,7 @@ func (t *Tx) BlockOf(a netip.Addr) (LeaseBlock, bool) {
 		return LeaseBlock{}, false
 	}
 	var b LeaseBlock
-	if json.Unmarshal(v, &b) != nil || a.Less(b.First) || b.Last.Less(a) {
+	if decodeLeaseBlock(v, &b) != nil || a.Less(b.First) || b.Last.Less(a) {
 		return LeaseBlock{}, false
 	}
 	return b, true
@@ -121,11 +120,7 @@ func (t *Tx) PutLeaseBlock(b LeaseBlock) error {
 		return ErrReadOnly
 	}
 	b.Index = t.Index
-	v, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
-	if err := t.tx.Bucket(bucketLeaseBlocks).Put(addrKey(b.First), v); err != nil {
+	if err := t.tx.Bucket(bucketLeaseBlocks).Put(addrKey(b.First), encodeLeaseBlock(b)); err != nil {
 		return err
 	}
 	if err := t.logChange("lease_blocks", b.First.String(), OpPut); err != nil {
@@ -152,7 +147,7 @@ func (t *Tx) Lease(a netip.Addr) (Lease, error) {
 	if v == nil {
 		return l, fmt.Errorf("lease %s: %w", a, ErrNotFound)
 	}
-	return l, json.Unmarshal(v, &l)
+	return l, decodeLease(v, &l)
 }
 
 // LeasesByMAC returns the leases held by a MAC.
@@ -177,8 +172,8 @@ func (t *Tx) Leases(first, last netip.Addr, fn func(Lease) bool) error {
 	end := string(addrKey(last))
 	for k, v := c.Seek(addrKey(first)); k != nil && string(k) <= end; k, v = c.Next() {
 		var l Lease
-		if err := json.Unmarshal(v, &l); err != nil {
-			return fmt.Errorf("decode lease: %w", err)
+		if err := decodeLease(v, &l); err != nil {
+			return err
 		}
 		if !fn(l) {
 			return nil
@@ -198,11 +193,7 @@ func (t *Tx) PutLease(l Lease) error {
 		}
 	}
 	l.Index = t.Index
-	v, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	if err := t.tx.Bucket(bucketLeases).Put(addrKey(l.IP), v); err != nil {
+	if err := t.tx.Bucket(bucketLeases).Put(addrKey(l.IP), encodeLease(l)); err != nil {
 		return err
 	}
 	if l.MAC != "" {
@@ -236,11 +227,13 @@ func (t *Tx) DeleteLease(a netip.Addr) error {
 
 // PutSeen records a MAC heard by a node (the newest sighting wins).
 func (t *Tx) PutSeen(s Seen) error {
-	var old Seen
-	if err := t.getJSON(bucketSeen, s.MAC, &old); err == nil && old.Last.After(s.Last) {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if old, err := t.SeenMAC(s.MAC); err == nil && old.Last.After(s.Last) {
 		return nil
 	}
-	if err := t.putJSON(bucketSeen, s.MAC, s); err != nil {
+	if err := t.tx.Bucket(bucketSeen).Put([]byte(s.MAC), encodeSeen(s)); err != nil {
 		return err
 	}
 	return t.logChange("seen", s.MAC, OpPut)
@@ -249,6 +242,9 @@ func (t *Tx) PutSeen(s Seen) error {
 // SeenMAC returns the last sighting of a MAC.
 func (t *Tx) SeenMAC(mac string) (Seen, error) {
 	var s Seen
-	err := t.getJSON(bucketSeen, mac, &s)
-	return s, err
+	v := t.tx.Bucket(bucketSeen).Get([]byte(mac))
+	if v == nil {
+		return s, ErrNotFound
+	}
+	return s, decodeSeen(v, &s)
 }
