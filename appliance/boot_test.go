@@ -316,3 +316,43 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 		}
 	}
 }
+
+// GET and HEAD /boot/FILE serve an allow-listed iPXE binary from ipxe_dir,
+// following a symlink out of it as Debian's package has (ipxe.efi →
+// /boot/ipxe.efi); any other name, and an allow-listed name that is not a
+// regular file, is 404.
+func TestBootLoaderFiles(t *testing.T) {
+	nodes, _ := startCluster(t, 1)
+	n := nodes[0].Node
+	dir, outside := t.TempDir(), t.TempDir()
+	efi := bytes.Repeat([]byte("ipxe-efi-"), 5000)
+	if err := os.WriteFile(filepath.Join(outside, "ipxe.efi"), efi, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "ipxe.efi"), filepath.Join(dir, "ipxe.efi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "snponly.efi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("no"), 0o644)
+	n.conf.IPXEDir = dir
+
+	var got []byte
+	if code := call(t, n, "", http.MethodGet, "/boot/ipxe.efi", "", &got); code != http.StatusOK || !bytes.Equal(got, efi) {
+		t.Fatalf("GET /boot/ipxe.efi: %d, %d bytes", code, len(got))
+	}
+	resp, err := http.Head("http://" + n.HTTPAddr() + "/boot/ipxe.efi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(efi)) {
+		t.Fatalf("HEAD /boot/ipxe.efi: %d, length %d", resp.StatusCode, resp.ContentLength)
+	}
+	for _, p := range []string{"/boot/snponly.efi", "/boot/undionly.kpxe", "/boot/secret.txt", "/boot/..%2fsecret.txt", "/boot/%2e%2e%2f%2e%2e%2fetc%2fpasswd"} {
+		if code := call(t, n, "", http.MethodGet, p, "", nil); code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", p, code)
+		}
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,17 +209,19 @@ func (n *Node) getBootLoader(c *gin.Context) {
 	if dir == "" {
 		dir = tftp.DefaultIPXEDir
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "the iPXE directory is missing on this node"})
-		return
-	}
-	defer root.Close()
-	f, err := root.Open(path.Base(name))
+	// The name is one of a fixed list, so it cannot leave dir; the file
+	// itself may be a symlink out of it, and is followed as TFTP does:
+	// Debian's /usr/lib/ipxe/ipxe.efi links to /boot/ipxe.efi, which an
+	// os.Root refuses.
+	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {
 		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: name + " is not installed on this node"})
 		return
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: name + " is not installed on this node"})
+		return
+	}
 	http.ServeContent(sendfileWriter{c.Writer}, c.Request, name, time.Time{}, f)
 }

@@ -27,12 +27,14 @@ import (
 	"github.com/rollcall/rollcall/tftp"
 )
 
-// A real PXE boot, BIOS and UEFI: QEMU (software emulation) on a tap in a
-// bridge inside a network namespace the test creates; the node's side of a
-// veth pair is in this namespace with an address only on that link, where
-// the node serves DHCP (from its network model), TFTP and HTTP. The
-// assertion is from the node's side: the lease, (UEFI) the TFTP transfer of
-// ipxe.efi, then GET /boot/ipxe, the kernel and the initrd, in that order.
+// A real network boot, BIOS PXE, UEFI PXE and UEFI HTTP boot: QEMU
+// (software emulation) on a tap in a bridge inside a network namespace the
+// test creates; the node's side of a veth pair is in this namespace with an
+// address only on that link, where the node serves DHCP (from its network
+// model), TFTP and HTTP. The assertion is from the node's side: the lease,
+// ipxe.efi (UEFI PXE: a TFTP transfer; UEFI HTTP boot: a GET of
+// /boot/ipxe.efi and no TFTP at all), then GET /boot/ipxe, the kernel and
+// the initrd, in that order.
 //
 // Ordering comes from one timeline fed by the node's own log records (DHCP
 // and TFTP) and by a recording reverse proxy: the node's HTTP listens on
@@ -50,7 +52,7 @@ func TestRealPXEBoot(t *testing.T) {
 		t.Skip(why)
 	}
 	if testing.Short() {
-		t.Skip("boots two emulated machines (about a minute)")
+		t.Skip("boots three emulated machines (about a minute and a half)")
 	}
 	needNet(t, "qemu-system-x86_64")
 	ovmf := firstFile("/usr/share/ovmf/OVMF.fd", "/usr/share/OVMF/OVMF.fd", "/usr/share/qemu/OVMF.fd")
@@ -128,6 +130,10 @@ func TestRealPXEBoot(t *testing.T) {
 	if err != nil {
 		miss("needs an EFI application as the test kernel: " + err.Error())
 	}
+	ipxeEFI, err := os.ReadFile(filepath.Join(tftp.DefaultIPXEDir, "ipxe.efi"))
+	if err != nil {
+		miss("needs ipxe.efi for UEFI HTTP boot: " + err.Error())
+	}
 	kf := upload(t, n, admin, "commissioning", "kernel", efiApp)
 	inf := upload(t, n, admin, "commissioning", "initrd", []byte(strings.Repeat("not an initrd\n", 5000)))
 	body, _ := json.Marshal(imageRequest{Name: "commissioning", Files: []store.ImageFile{kf, inf}})
@@ -160,7 +166,8 @@ func TestRealPXEBoot(t *testing.T) {
 	served := map[string]float64{} // rollcall_http_requests_total before each boot, by route
 	for _, fw := range []struct {
 		name, bios, nic string
-		tftp            bool
+		tftp, http      bool
+		qemu            []string // more QEMU arguments
 	}{
 		// SeaBIOS and the e1000's iPXE ROM: it says iPXE (option 77) and is
 		// handed the script URL at once.
@@ -170,12 +177,21 @@ func TestRealPXEBoot(t *testing.T) {
 		// first) is handed ipxe.efi over TFTP; iPXE then asks again and is
 		// handed the script.
 		{name: "uefi", bios: ovmf, nic: "virtio-net-pci,romfile=", tftp: true},
+		// OVMF's UEFI HTTP boot (HttpBootDxe; arch 16, vendor class
+		// HTTPClient) with its PXE clients turned off through fw_cfg
+		// (OvmfPkg's PxeBcPcdProducerLib reads these since edk2 2020.05),
+		// so the HTTPv4 boot option is the first that answers. It is handed
+		// http://LINK:PORT/boot/ipxe.efi, which the node serves itself.
+		{name: "uefi-http", bios: ovmf, nic: "virtio-net-pci,romfile=", http: true, qemu: []string{
+			"-fw_cfg", "name=opt/org.tianocore/IPv4PXESupport,string=no",
+			"-fw_cfg", "name=opt/org.tianocore/IPv6PXESupport,string=no",
+		}},
 	} {
 		t.Run(fw.name, func(t *testing.T) {
 			var m [3]byte
 			rand.Read(m[:])
 			mac := fmt.Sprintf("52:54:00:%02x:%02x:%02x", m[0], m[1], m[2])
-			for _, r := range []string{"/boot/ipxe", "/images/:name/:file"} {
+			for _, r := range []string{"/boot/ipxe", "/boot/:file", "/images/:name/:file"} {
 				served[r] = requestCount(t, n.reg, r)
 			}
 			start := tl.len()
@@ -185,6 +201,7 @@ func TestRealPXEBoot(t *testing.T) {
 			if fw.bios != "" {
 				args = append(args, "-bios", fw.bios)
 			}
+			args = append(args, fw.qemu...)
 			// The watchdog: 90 s for the whole run, then qemu is killed.
 			vctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 			defer cancel()
@@ -244,6 +261,22 @@ func TestRealPXEBoot(t *testing.T) {
 				step("DHCP boot answer for the firmware (ipxe.efi over TFTP)", "log", "boot", map[string]string{"mac": mac, "kind": "pxe", "file": "ipxe.efi"})
 				step("TFTP transfer of ipxe.efi", "log", "tftp transfer complete", map[string]string{"file": "ipxe.efi"})
 			}
+			if fw.http {
+				loader := "http://" + linkIP + ":" + port + "/boot/ipxe.efi"
+				step("DHCP boot answer for HTTP boot firmware (the ipxe.efi URL)", "log", "boot", map[string]string{"mac": mac, "kind": "http", "arch": "16", "file": loader})
+				step("DHCP ack for HTTP boot firmware", "log", "ack", map[string]string{"mac": mac})
+				// edk2 asks for the size with HEAD first. Its fallback, a GET
+				// with no buffer, is written for chunked answers and never
+				// finishes one with a Content-Length (HttpBootGetBootFile).
+				step("HEAD /boot/ipxe.efi", "http", "HEAD /boot/ipxe.efi", map[string]string{"status": "200"})
+				step("GET /boot/ipxe.efi", "http", "GET /boot/ipxe.efi", map[string]string{"status": "200", "bytes": fmt.Sprint(len(ipxeEFI))})
+				if i := tl.findPrefix(start, "log", "tftp "); i >= 0 {
+					t.Fatalf("HTTP boot used TFTP: event %d", i)
+				}
+				if i := tl.find(start, "log", "boot", map[string]string{"mac": mac, "kind": "pxe"}); i >= 0 {
+					t.Fatalf("the firmware asked as a PXE client (event %d): PXE was not turned off", i)
+				}
+			}
 			step("DHCP boot answer for iPXE (the script URL)", "log", "boot", map[string]string{"mac": mac, "kind": "ipxe", "file": "http://" + linkIP + ":" + port + "/boot/ipxe?mac=" + mac})
 			step("DHCP ack", "log", "ack", map[string]string{"mac": mac})
 			step("GET /boot/ipxe", "http", "GET /boot/ipxe", map[string]string{"mac": mac, "status": "200"})
@@ -266,6 +299,9 @@ func TestRealPXEBoot(t *testing.T) {
 			}
 			if got := requestCount(t, n.reg, "/images/:name/:file") - served["/images/:name/:file"]; got < 2 {
 				t.Fatalf("rollcall_http_requests_total{route=/images/:name/:file} rose by %v", got)
+			}
+			if got := requestCount(t, n.reg, "/boot/:file") - served["/boot/:file"]; fw.http && got < 1 {
+				t.Fatalf("rollcall_http_requests_total{route=/boot/:file} rose by %v", got)
 			}
 			if fw.tftp && gauge(t, n.reg, "rollcall_tftp_transfers_finished_total", map[string]string{"result": "complete"}) < 1 {
 				t.Fatal("rollcall_tftp_transfers_finished_total{result=complete} is 0")
@@ -378,6 +414,19 @@ next:
 			}
 		}
 		return i
+	}
+	return -1
+}
+
+// findPrefix is the index of the first event from index from on whose
+// message starts with prefix, or -1.
+func (tl *timeline) findPrefix(from int, kind, prefix string) int {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for i := from; i < len(tl.events); i++ {
+		if e := tl.events[i]; e.kind == kind && strings.HasPrefix(e.msg, prefix) {
+			return i
+		}
 	}
 	return -1
 }

@@ -74,6 +74,7 @@ func (n *Node) bootRoutes() []route {
 	return []route{
 		{"GET", "/boot/ipxe", authNone, "the iPXE script for a machine (?mac=), rendered from its state", nil, n.getBootIPXE},
 		{"GET", "/boot/:file", authNone, "an iPXE binary for UEFI HTTP boot (ipxe.efi, snponly.efi, undionly.kpxe, ipxe-arm64.efi)", nil, n.getBootLoader},
+		{"HEAD", "/boot/:file", authNone, "an iPXE binary's size (UEFI HTTP boot asks with HEAD first)", nil, n.getBootLoader},
 		{"GET", "/images/:name/:file", authNone, "an image file (kernel, initrd, squashfs); Range and HEAD supported", nil, n.serveImageFile},
 		{"HEAD", "/images/:name/:file", authNone, "an image file's size and ETag", nil, n.serveImageFile},
 		{"GET", "/api/v1/images", authAdmin, "boot images with their files and the nodes that hold them", nil, n.listImages},
