@@ -167,6 +167,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return fmt.Errorf("-log-level: %q is not one of debug, info, warn, error", *logLevel)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	TuneRuntime()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := Start(ctx, o)

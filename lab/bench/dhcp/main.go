@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 
+	"github.com/rollcall/rollcall/appliance"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/lab/bench/dhcp/replica"
 	"github.com/rollcall/rollcall/store"
@@ -46,6 +47,8 @@ var (
 	only    = flag.String("only", "", "run only this server (rollcall or kea)")
 	variant = flag.String("variant", "", "run only this variant (plain or pxe)")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the run here")
+	workers = flag.Int("workers", 0, "Rollcall DHCP workers per socket (0: the server's default)")
+	stores  = flag.Int("stores", 3, "replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
 )
 
 func main() {
@@ -67,6 +70,7 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	appliance.TuneRuntime() // as `rollcall serve` does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
@@ -265,7 +269,7 @@ func inNS(name string, f func()) error {
 // replicated to three stores; stop stops it.
 func rollcall(l *lab) (stop func(), err error) {
 	dir := filepath.Join(l.dir, "rollcall-"+suffix())
-	c, err := replica.New(dir, 3, nil)
+	c, err := replica.New(dir, *stores, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +288,7 @@ func rollcall(l *lab) (stop func(), err error) {
 	cfg := dhcp.Config{
 		Metrics: metrics,
 		Node:    "n1", DB: c.DB(0), Replicator: c.Node(0), Housekeeper: c.Node(0), IsLeader: func() bool { return true },
-		BlockSize: 512, LowWater: 8192,
+		BlockSize: 512, LowWater: 8192, Workers: *workers,
 		Boot: dhcp.BootConfig{},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -342,7 +346,7 @@ func rollcall(l *lab) (stop func(), err error) {
 				}
 			}
 		}
-		fmt.Fprintf(os.Stderr, "  rollcall: %d leases in each of 3 replicated stores (agree: %v)\n", leases, agree)
+		fmt.Fprintf(os.Stderr, "  rollcall: %d leases in each of %d replicated stores (agree: %v)\n", leases, *stores, agree)
 		c.Close()
 	}, nil
 }
@@ -439,7 +443,7 @@ func run(ctx context.Context) error {
 		rows = append(rows, r)
 	}
 	fmt.Printf("\nDHCPv4 4-way exchanges/s sustained with <= %.0f%% drops, %d simulated clients (perfdhcp as relay), %d CPUs\n", *maxDrop, *clients, runtime.NumCPU())
-	fmt.Printf("| variant | Kea 2.2 memfile | Rollcall (3 replicated stores) | ratio |\n|---|---|---|---|\n")
+	fmt.Printf("| variant | Kea 2.2 memfile | Rollcall (%d replicated stores) | ratio |\n|---|---|---|---|\n", *stores)
 	for _, r := range rows {
 		ratio := "-"
 		if r.kea.achieved > 0 && r.rcOK {
