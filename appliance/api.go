@@ -96,7 +96,7 @@ func (n *Node) serveHTTP() error {
 	}
 	n.httpLn = ln
 	n.api = n.router()
-	n.http = &http.Server{Handler: n.api, ReadHeaderTimeout: 10 * time.Second}
+	n.http = &http.Server{Handler: n.api, ReadHeaderTimeout: 10 * time.Second, ConnContext: limitSendBuffer}
 	go func() {
 		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("api stopped", "err", err)

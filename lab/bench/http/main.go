@@ -37,6 +37,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,13 @@ func main() {
 
 // serve is the child process: one node until SIGTERM.
 func serve(cfg config) error {
+	appliance.TuneRuntime() // as `rollcall serve` does
+	if p := os.Getenv("BENCH_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	n, err := appliance.Start(ctx, appliance.Options{

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package appliance
+
+import (
+	"context"
+	"net"
+)
+
+// limitSendBuffer leaves the kernel's default where it is not Linux.
+func limitSendBuffer(ctx context.Context, _ net.Conn) context.Context { return ctx }
