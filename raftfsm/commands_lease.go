@@ -264,20 +264,14 @@ func (c *LeaseBatch) marshalBody() ([]byte, error) {
 	}
 	w.Uvarint(uint64(len(c.Seen)))
 	for _, s := range c.Seen {
-		w.String(s.MAC)
-		w.String(s.Node)
-		w.String(s.Interface)
-		w.String(s.VLAN)
-		w.Varint(int64(s.Arch))
-		w.String(s.UserClass)
-		w.Time(s.Last)
+		s.Append(w)
 	}
 	return w.Bytes(), nil
 }
 
-// Smallest encodings of a grant, a release and a sighting: what a count in
-// the body may claim at most per remaining byte.
-const minGrantBytes, minReleaseBytes, minSeenBytes = 6, 4, 7
+// Smallest encodings of a grant and a release: what a count in the body may
+// claim at most per remaining byte.
+const minGrantBytes, minReleaseBytes = 6, 4
 
 func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
 	if version == 1 {
@@ -293,9 +287,9 @@ func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
 	for i := range c.Releases {
 		c.Releases[i] = LeaseRelease{IP: r.Addr(), MAC: r.String(), Declined: r.Bool(), Until: r.Time()}
 	}
-	c.Seen = make([]store.Seen, r.Len(minSeenBytes))
+	c.Seen = make([]store.Seen, r.Len(store.MinSeenBytes))
 	for i := range c.Seen {
-		c.Seen[i] = store.Seen{MAC: r.String(), Node: r.String(), Interface: r.String(), VLAN: r.String(), Arch: int(r.Varint()), UserClass: r.String(), Last: r.Time()}
+		c.Seen[i] = store.ReadSeen(r)
 	}
 	if err := r.Done(); err != nil {
 		return fmt.Errorf("lease batch body: %w", err)

@@ -67,6 +67,17 @@ func decodeLeaseBlock(v []byte, b *LeaseBlock) error {
 func encodeSeen(s Seen) []byte {
 	w := binenc.NewWriter(64)
 	w.Byte(formatBinV1)
+	s.Append(w)
+	return w.Bytes()
+}
+
+func decodeSeen(v []byte, s *Seen) error {
+	return decodeRecord(v, s, func(r *binenc.Reader) { *s = ReadSeen(r) })
+}
+
+// Append writes a sighting's fields (the record body, and a sighting in a
+// replicated lease batch).
+func (s Seen) Append(w *binenc.Writer) {
 	w.String(s.MAC)
 	w.String(s.Node)
 	w.String(s.Interface)
@@ -74,17 +85,18 @@ func encodeSeen(s Seen) []byte {
 	w.Varint(int64(s.Arch))
 	w.String(s.UserClass)
 	w.Time(s.Last)
-	return w.Bytes()
 }
 
-func decodeSeen(v []byte, s *Seen) error {
-	return decodeRecord(v, s, func(r *binenc.Reader) {
-		*s = Seen{
-			MAC: r.String(), Node: r.String(), Interface: r.String(), VLAN: r.String(),
-			Arch: int(r.Varint()), UserClass: r.String(), Last: r.Time(),
-		}
-	})
+// ReadSeen reads what Seen.Append wrote.
+func ReadSeen(r *binenc.Reader) Seen {
+	return Seen{
+		MAC: r.String(), Node: r.String(), Interface: r.String(), VLAN: r.String(),
+		Arch: int(r.Varint()), UserClass: r.String(), Last: r.Time(),
+	}
 }
+
+// MinSeenBytes is the smallest encoding of a sighting (every field empty).
+const MinSeenBytes = 7
 
 func encodeChange(c Change) []byte {
 	w := binenc.NewWriter(16 + len(c.Table) + len(c.Key) + len(c.Op))

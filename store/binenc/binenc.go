@@ -137,31 +137,34 @@ func (r *Reader) Byte() byte {
 // Uvarint reads an unsigned varint.
 func (r *Reader) Uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		if n == 0 {
-			r.fail(ErrShort)
-		} else {
-			r.fail(fmt.Errorf("%w: varint overflows 64 bits", ErrBad))
-		}
+	if !r.advance(n) {
 		return 0
 	}
-	r.b = r.b[n:]
 	return v
 }
 
 // Varint reads a signed varint.
 func (r *Reader) Varint() int64 {
 	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		if n == 0 {
-			r.fail(ErrShort)
-		} else {
-			r.fail(fmt.Errorf("%w: varint overflows 64 bits", ErrBad))
-		}
+	if !r.advance(n) {
 		return 0
 	}
-	r.b = r.b[n:]
 	return v
+}
+
+// advance consumes a varint of n bytes as encoding/binary reports it (0:
+// input too short, negative: more than 64 bits).
+func (r *Reader) advance(n int) bool {
+	switch {
+	case n == 0:
+		r.fail(ErrShort)
+	case n < 0:
+		r.fail(fmt.Errorf("%w: varint overflows 64 bits", ErrBad))
+	default:
+		r.b = r.b[n:]
+		return true
+	}
+	return false
 }
 
 // Bool reads 0 or 1.
