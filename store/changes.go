@@ -52,9 +52,10 @@ func (t *Tx) logChange(table, key, op string) error {
 // pruneChanges drops entries older than the window; deterministic because it
 // depends only on the index being applied.
 func (t *Tx) pruneChanges() error {
-	if t.Index <= changeWindow {
-		return nil
+	if t.Index <= changeWindow || t.prunedAt == t.Index {
+		return nil // once per index is enough: the floor depends on it alone
 	}
+	t.prunedAt = t.Index
 	floor := t.Index - changeWindow
 	b := t.tx.Bucket(bucketChanges)
 	c := b.Cursor()

@@ -20,6 +20,8 @@ type Tx struct {
 	// transactions only). Records and per-table change indexes are stamped
 	// with it.
 	Index uint64
+
+	prunedAt uint64 // the Index the change log was last pruned for
 }
 
 // ErrReadOnly is returned by write methods called in a read transaction.
