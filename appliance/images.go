@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -293,6 +294,13 @@ func (n *Node) syncImagesOnce(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	referenced := map[string]bool{}
+	for _, im := range images {
+		for _, f := range im.Files {
+			referenced[f.SHA256] = true
+		}
+	}
+	n.gcBlobs(referenced, time.Now())
 	for _, im := range images {
 		complete := true
 		for _, f := range im.Files {
@@ -313,6 +321,36 @@ func (n *Node) syncImagesOnce(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// blobGrace is how long a blob no image names is kept: files are uploaded
+// one by one before the POST that names them, and a re-upload restarts it.
+const blobGrace = time.Hour
+
+// gcBlobs removes blobs (and abandoned partial uploads) that no image names
+// and that were last written more than blobGrace before now: `image rm`
+// frees the disk on every node.
+func (n *Node) gcBlobs(referenced map[string]bool, now time.Time) {
+	dir := n.path(dirImages, "blobs")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // no blobs yet
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if referenced[name] || !(sha256Pattern.MatchString(name) || strings.HasPrefix(name, ".incoming-")) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || now.Sub(info.ModTime()) < blobGrace {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			n.log.Warn("image blob not removed", "blob", name, "err", err)
+			continue
+		}
+		n.log.Info("image blob removed: no image names it", "blob", name, "bytes", info.Size())
+	}
 }
 
 // fetchBlob tries each holder in turn; a copy whose checksum does not match
