@@ -47,9 +47,9 @@ func (n *Node) networkRoutes() []route {
 		{"DELETE", "/api/v1/fabrics/:name", authAdmin, "remove a fabric that has no VLANs or subnets", nil, h.deleteFabric},
 
 		{"GET", "/api/v1/vlans", authAdmin, "VLANs by fabric and VID (?index=&wait= ?min_index=)", nil, h.listVLANs},
-		{"POST", "/api/v1/vlans", authAdmin, "add a VLAN: VID (0 untagged), MTU, DHCP mode off|full|proxy and the nodes serving it", vlanRequest{}, h.createVLAN},
+		{"POST", "/api/v1/vlans", authAdmin, "add a VLAN: VID (0 untagged), MTU, DHCP mode off|full|proxy and the nodes serving it, boot loader ipxe|pxelinux", vlanRequest{}, h.createVLAN},
 		{"GET", "/api/v1/vlans/:fabric/:vid", authAdmin, "a VLAN with its subnets", nil, h.getVLAN},
-		{"PUT", "/api/v1/vlans/:fabric/:vid", authAdmin, "replace a VLAN's DHCP mode, serving nodes and MTU", vlanUpdate{}, h.putVLAN},
+		{"PUT", "/api/v1/vlans/:fabric/:vid", authAdmin, "replace a VLAN's DHCP mode, serving nodes, MTU and boot loader", vlanUpdate{}, h.putVLAN},
 		{"DELETE", "/api/v1/vlans/:fabric/:vid", authAdmin, "remove a VLAN that carries no subnet", nil, h.deleteVLAN},
 
 		{"GET", "/api/v1/subnets", authAdmin, "subnets with their used address counts (?index=&wait= ?min_index=)", nil, h.listSubnets},
@@ -81,6 +81,9 @@ type vlanRequest struct {
 	MTU     int                `json:"mtu"`
 	DHCP    string             `json:"dhcp"` // off (default), full, proxy
 	Servers []store.VLANServer `json:"servers"`
+	// BootLoader is what BIOS PXE firmware is handed: ipxe (default) or
+	// pxelinux, for NICs that cannot run iPXE.
+	BootLoader string `json:"boot_loader,omitempty"`
 }
 
 // vlanUpdate replaces the mutable part of a VLAN; what it omits is reset.
@@ -88,6 +91,8 @@ type vlanUpdate struct {
 	DHCP    string             `json:"dhcp"`
 	Servers []store.VLANServer `json:"servers"`
 	MTU     int                `json:"mtu"`
+	// BootLoader: ipxe (also when omitted) or pxelinux.
+	BootLoader string `json:"boot_loader,omitempty"`
 }
 
 type subnetRequest struct {
@@ -401,7 +406,7 @@ func (h *netAPI) createVLAN(c *gin.Context) {
 	if req.DHCP == "" {
 		req.DHCP = store.DHCPOff
 	}
-	v := store.VLAN{Fabric: req.Fabric, VID: *req.VID, MTU: req.MTU, DHCP: req.DHCP, Servers: req.Servers, Created: time.Now().UTC()}
+	v := store.VLAN{Fabric: req.Fabric, VID: *req.VID, MTU: req.MTU, DHCP: req.DHCP, Servers: req.Servers, BootLoader: req.BootLoader, Created: time.Now().UTC()}
 	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckVLAN(tx, v, false) }, &raftfsm.VLANPut{VLAN: v})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return vlanDetail(tx, v.Fabric, v.VID) })
@@ -429,7 +434,7 @@ func (h *netAPI) putVLAN(c *gin.Context) {
 			return err
 		}
 		v = old
-		v.DHCP, v.Servers, v.MTU = req.DHCP, req.Servers, req.MTU
+		v.DHCP, v.Servers, v.MTU, v.BootLoader = req.DHCP, req.Servers, req.MTU, req.BootLoader
 		return ipam.CheckVLAN(tx, v, true)
 	}
 	if err := h.n.db.View(check); err != nil {

@@ -20,17 +20,18 @@ import (
 )
 
 // Boot scripts replace the reference's per-MAC pxelinux files: every node
-// renders a machine's iPXE script on request from replicated state.
+// renders a machine's iPXE script on request from replicated state (and,
+// on VLANs whose NICs cannot run iPXE, its pxelinux.cfg file: pxelinux.go).
 
-//go:embed templates/boot.ipxe
+//go:embed templates/boot.ipxe templates/pxelinux.cfg
 var defaultTemplates embed.FS
 
 // defaultCommissionImage is the image commissioning boots unless the
 // configuration names another (commission_image).
 const defaultCommissionImage = "commissioning"
 
-// BootData is what the boot template sees. Fields are documented in
-// templates/boot.ipxe.
+// BootData is what the boot templates see. Fields are documented in
+// templates/boot.ipxe and templates/pxelinux.cfg.
 type BootData struct {
 	Action  string
 	MAC     string
@@ -43,29 +44,34 @@ type BootData struct {
 	Retry   string
 }
 
-// loadBootTemplate parses the embedded template, or the operator's
-// DATA/templates/boot.ipxe when present. It runs once at start.
+// loadBootTemplate parses the embedded iPXE script template, or the
+// operator's DATA/templates/boot.ipxe when present. It runs once at start.
 func loadBootTemplate(dataDir string) (*template.Template, error) {
-	src, err := defaultTemplates.ReadFile("templates/boot.ipxe")
+	return loadTemplate(dataDir, "boot.ipxe")
+}
+
+// loadTemplate parses templates/NAME, embedded or overridden by
+// DATA/templates/NAME, and renders every action once so that a broken
+// override fails at start, not when a machine boots.
+func loadTemplate(dataDir, name string) (*template.Template, error) {
+	src, err := defaultTemplates.ReadFile("templates/" + name)
 	if err != nil {
 		return nil, err
 	}
-	name := "embedded boot.ipxe"
-	override := filepath.Join(dataDir, "templates", "boot.ipxe")
+	from := "embedded " + name
+	override := filepath.Join(dataDir, "templates", name)
 	if b, err := os.ReadFile(override); err == nil {
-		src, name = b, override
+		src, from = b, override
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("boot template %s: %w", override, err)
 	}
-	t, err := template.New("boot.ipxe").Option("missingkey=error").Parse(string(src))
+	t, err := template.New(name).Option("missingkey=error").Parse(string(src))
 	if err != nil {
-		return nil, fmt.Errorf("boot template %s: %w", name, err)
+		return nil, fmt.Errorf("boot template %s: %w", from, err)
 	}
-	// Render every action once so that a broken override fails at start,
-	// not when a machine boots.
 	for _, a := range []string{"commission", "poweroff", "local", "wait"} {
 		if err := t.Execute(new(bytes.Buffer), BootData{Action: a, MAC: "52:54:00:00:00:01"}); err != nil {
-			return nil, fmt.Errorf("boot template %s (action %s): %w", name, a, err)
+			return nil, fmt.Errorf("boot template %s (action %s): %w", from, a, err)
 		}
 	}
 	return t, nil
@@ -85,26 +91,25 @@ func bootAction(known bool, state string) string {
 	return "local"
 }
 
-// getBootIPXE serves GET /boot/ipxe?mac=…, unauthenticated: a machine asks
-// before it has any credential.
-func (n *Node) getBootIPXE(c *gin.Context) {
-	mac, err := store.NormalizeMAC(c.Query("mac"))
-	if err != nil {
-		n.bootRefused.Inc()
-		c.String(http.StatusBadRequest, "#!ipxe\necho Rollcall: mac must be a MAC address\nexit 1\n")
-		return
-	}
+// bootFor decides what the machine with MAC mac boots, for a client that
+// reaches this node's HTTP server at host (HOST[:PORT]): the action, and the
+// commissioning image's kernel and initrd URLs with the agent's kernel
+// arguments when the action boots it. Powering off boots it too unless the
+// loader can power off by itself (selfPoweroff). Without the image such a
+// machine is told to wait (Message says why). Both loaders share it, so an
+// iPXE script and a pxelinux file always agree.
+func (n *Node) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
 	data := BootData{MAC: mac}
-	var machine store.Machine
-	var agentToken, imageName string
-	imageName = n.conf.CommissionImage
+	imageName := n.conf.CommissionImage
 	if imageName == "" {
 		imageName = defaultCommissionImage
 	}
+	var machine store.Machine
+	var agentToken string
 	var image store.Image
 	var imageErr error
-	err = n.db.View(func(tx *store.Tx) error {
-		if ids := tx.MachineIDsByMAC(mac); len(ids) > 0 {
+	err := n.db.View(func(tx *store.Tx) error {
+		if ids := tx.MachineIDsByMAC(mac); mac != "" && len(ids) > 0 {
 			var err error
 			if machine, err = tx.Machine(ids[0]); err != nil {
 				return err
@@ -123,31 +128,47 @@ func (n *Node) getBootIPXE(c *gin.Context) {
 		return nil
 	})
 	if err != nil {
-		n.log.Error("boot script: cannot read state", "mac", mac, "err", err)
-		c.String(http.StatusServiceUnavailable, "#!ipxe\necho Rollcall: node not ready\nsleep 10\nchain --autofree http://%s/boot/ipxe?mac=${mac}\n", c.Request.Host)
-		return
+		return data, err
 	}
 	data.Machine, data.State = machine.ID, machine.State
 	data.Action = bootAction(machine.ID != "", machine.State)
-	base := "http://" + c.Request.Host
-	data.Retry = base + "/boot/ipxe?mac=${mac}"
-	if data.Action == "commission" || data.Action == "poweroff" {
+	if data.Action == "commission" || data.Action == "poweroff" && !selfPoweroff {
 		if imageErr != nil {
 			data.Action = "wait"
 			data.Message = fmt.Sprintf("no image %q yet: import one with rollcall image import %s -kernel F -initrd F", imageName, imageName)
 		} else {
+			base := "http://" + host
 			data.Kernel = base + "/images/" + image.Name + "/kernel"
 			data.Initrd = base + "/images/" + image.Name + "/initrd"
-			data.Args = n.agentArgs(base, c.Request.Host, agentToken)
+			data.Args = n.agentArgs(base, host, agentToken)
 		}
 	}
+	return data, nil
+}
+
+// getBootIPXE serves GET /boot/ipxe?mac=…, unauthenticated: a machine asks
+// before it has any credential.
+func (n *Node) getBootIPXE(c *gin.Context) {
+	mac, err := store.NormalizeMAC(c.Query("mac"))
+	if err != nil {
+		n.bootRefused.Inc()
+		c.String(http.StatusBadRequest, "#!ipxe\necho Rollcall: mac must be a MAC address\nexit 1\n")
+		return
+	}
+	data, err := n.bootFor(mac, c.Request.Host, false)
+	if err != nil {
+		n.log.Error("boot script: cannot read state", "mac", mac, "err", err)
+		c.String(http.StatusServiceUnavailable, "#!ipxe\necho Rollcall: node not ready\nsleep 10\nchain --autofree http://%s/boot/ipxe?mac=${mac}\n", c.Request.Host)
+		return
+	}
+	data.Retry = "http://" + c.Request.Host + "/boot/ipxe?mac=${mac}"
 	var buf bytes.Buffer
 	if err := n.bootTmpl.Execute(&buf, data); err != nil {
 		n.log.Error("boot script: template failed", "mac", mac, "err", err)
 		c.String(http.StatusInternalServerError, "#!ipxe\necho Rollcall: boot template failed; see the node's log\nexit 1\n")
 		return
 	}
-	n.log.Debug("boot script", "mac", mac, "machine", machine.ID, "action", data.Action)
+	n.log.Debug("boot script", "mac", mac, "machine", data.Machine, "action", data.Action)
 	c.Data(http.StatusOK, "text/plain; charset=utf-8", buf.Bytes())
 }
 

@@ -22,7 +22,7 @@ import (
 
 var netUsage = map[string]string{
 	"fabric": "rollcall fabric add NAME [-kind ethernet|infiniband] | list | show NAME | rm NAME",
-	"vlan":   "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF] [-mtu N] | list | show FABRIC VID | rm FABRIC VID",
+	"vlan":   "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF] [-mtu N] [-boot-loader ipxe|pxelinux] | set FABRIC VID [same flags, -no-dhcp] | list | show FABRIC VID | rm FABRIC VID",
 	"subnet": "rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] [-name N] | list | show CIDR | rm CIDR [-force]",
 	"range":  "rollcall range add CIDR dynamic|reserved|static FIRST LAST | list [-subnet CIDR] | rm FIRST",
 	"ip":     "rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR",
@@ -37,7 +37,7 @@ func cmdNetwork(noun string, args []string, stdout io.Writer) error {
 	type handler func(rest []string, stdout io.Writer) error
 	verbs := map[string]map[string]handler{
 		"fabric": {"add": fabricAdd, "list": fabricList, "show": fabricShow, "rm": fabricRm},
-		"vlan":   {"add": vlanAdd, "list": vlanList, "show": vlanShow, "rm": vlanRm},
+		"vlan":   {"add": vlanAdd, "set": vlanSet, "list": vlanList, "show": vlanShow, "rm": vlanRm},
 		"subnet": {"add": subnetAdd, "list": subnetList, "show": subnetShow, "rm": subnetRm},
 		"range":  {"add": rangeAdd, "list": rangeList, "rm": rangeRm},
 		"ip":     {"list": ipList, "reserve": ipReserve, "release": ipRelease},
@@ -220,33 +220,105 @@ func fabricRm(args []string, stdout io.Writer) error {
 // ---- vlan
 
 func vlanAdd(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME [-iface IF]]… [-mtu N]")
-	dhcp := fs.Bool("dhcp", false, "serve DHCP and PXE on this VLAN")
-	proxy := fs.Bool("proxy-dhcp", false, "serve proxy DHCP (PXE only) beside another DHCP server")
-	var nodes, ifaces listFlag
-	fs.Var(&nodes, "node", "appliance node that serves DHCP here (repeatable; -iface names its interface)")
-	fs.Var(&nodes, "rack", "the reference's name for -node")
-	fs.Var(&ifaces, "iface", "the node's interface on this VLAN (default: the one with an address in the VLAN's subnet)")
-	mtu := fs.Int("mtu", 0, "MTU (0: the default)")
+	fs := newNetFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME [-iface IF]]… [-mtu N] [-boot-loader ipxe|pxelinux]")
+	vf := vlanFlagSet(fs)
 	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
 	}
-	req := vlanRequest{Fabric: fs.Arg(0), MTU: *mtu, DHCP: store.DHCPOff}
+	req := vlanRequest{Fabric: fs.Arg(0), MTU: *vf.mtu, DHCP: store.DHCPOff, BootLoader: *vf.loader}
 	vid, err := strconv.Atoi(fs.Arg(1))
 	if err != nil {
 		return fmt.Errorf("VID %q is not a number in 0–4094", fs.Arg(1))
 	}
 	req.VID = &vid
-	if req.DHCP, req.Servers, err = dhcpFlags(*dhcp, *proxy, nodes, ifaces); err != nil {
+	if req.DHCP, req.Servers, err = dhcpFlags(*vf.dhcp, *vf.proxy, *vf.nodes, *vf.ifaces); err != nil {
 		return err
 	}
 	var v VLANDetail
 	if err := c.do(http.MethodPost, "/api/v1/vlans", req, &v); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "VLAN %d added to fabric %s (DHCP %s)\n", v.VID, v.Fabric, v.DHCP)
+	fmt.Fprintf(stdout, "VLAN %d added to fabric %s (DHCP %s, boot loader %s)\n", v.VID, v.Fabric, v.DHCP, loaderOf(v.BootLoader))
 	return nil
+}
+
+// vlanFlags are the flags vlan add and vlan set share.
+type vlanFlags struct {
+	dhcp, proxy   *bool
+	nodes, ifaces *listFlag
+	mtu           *int
+	loader        *string
+}
+
+func vlanFlagSet(fs netFlags) vlanFlags {
+	var nodes, ifaces listFlag
+	vf := vlanFlags{
+		dhcp:   fs.Bool("dhcp", false, "serve DHCP and PXE on this VLAN"),
+		proxy:  fs.Bool("proxy-dhcp", false, "serve proxy DHCP (PXE only) beside another DHCP server"),
+		nodes:  &nodes,
+		ifaces: &ifaces,
+		mtu:    fs.Int("mtu", 0, "MTU (0: the default)"),
+		loader: fs.String("boot-loader", "", "what BIOS PXE firmware is handed: ipxe (default) or pxelinux, for NICs that cannot run iPXE (UEFI keeps iPXE)"),
+	}
+	fs.Var(&nodes, "node", "appliance node that serves DHCP here (repeatable; -iface names its interface)")
+	fs.Var(&nodes, "rack", "the reference's name for -node")
+	fs.Var(&ifaces, "iface", "the node's interface on this VLAN (default: the one with an address in the VLAN's subnet)")
+	return vf
+}
+
+// vlanSet changes what its flags name and keeps the rest of the VLAN:
+// -node replaces the serving nodes, -no-dhcp stops serving DHCP.
+func vlanSet(args []string, stdout io.Writer) error {
+	fs := newNetFlags("vlan set", "rollcall vlan set FABRIC VID [-dhcp|-proxy-dhcp|-no-dhcp] [-node NAME [-iface IF]]… [-mtu N] [-boot-loader ipxe|pxelinux]")
+	vf := vlanFlagSet(fs)
+	off := fs.Bool("no-dhcp", false, "stop serving DHCP on this VLAN")
+	c, err := fs.client(args, 2)
+	if err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *off && (*vf.dhcp || *vf.proxy) {
+		return errors.New("-no-dhcp excludes -dhcp and -proxy-dhcp")
+	}
+	mode, servers, err := dhcpFlags(*vf.dhcp, *vf.proxy, *vf.nodes, *vf.ifaces)
+	if err != nil {
+		return err
+	}
+	var v VLANDetail
+	if err := c.do(http.MethodGet, vlanPath(fs.Arg(0), fs.Arg(1)), nil, &v); err != nil {
+		return err
+	}
+	req := vlanUpdate{DHCP: v.DHCP, Servers: v.Servers, MTU: v.MTU, BootLoader: v.BootLoader}
+	switch {
+	case *vf.dhcp || *vf.proxy:
+		req.DHCP = mode
+	case *off:
+		req.DHCP = store.DHCPOff
+	}
+	if len(*vf.nodes) > 0 {
+		req.Servers = servers
+	}
+	if given["mtu"] {
+		req.MTU = *vf.mtu
+	}
+	if given["boot-loader"] {
+		req.BootLoader = *vf.loader
+	}
+	if err := c.do(http.MethodPut, vlanPath(fs.Arg(0), fs.Arg(1)), req, &v); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "VLAN %d on fabric %s: DHCP %s, boot loader %s\n", v.VID, v.Fabric, v.DHCP, loaderOf(v.BootLoader))
+	return nil
+}
+
+// loaderOf names a VLAN's boot loader; empty is iPXE.
+func loaderOf(l string) string {
+	if l == "" {
+		return store.BootLoaderIPXE
+	}
+	return l
 }
 
 func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []store.VLANServer, error) {
@@ -325,6 +397,7 @@ func vlanShow(args []string, stdout io.Writer) error {
 	return show(c, vlanPath(fs.Arg(0), fs.Arg(1)), *asJSON, stdout, func(w io.Writer, v VLANDetail) {
 		printRows(w, [][2]string{
 			{"Fabric", v.Fabric}, {"VID", strconv.Itoa(v.VID)}, {"MTU", mtuOf(v.MTU)}, {"DHCP", v.DHCP},
+			{"Boot loader", loaderOf(v.BootLoader)},
 			{"Served by", servers(v.Servers)}, {"Created", stamp(v.Created)},
 		})
 		if len(v.Subnets) > 0 {

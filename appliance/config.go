@@ -28,6 +28,13 @@ type FileConfig struct {
 	CommissionAppend string `json:"commission_append,omitempty"`
 	// IPXEDir holds the iPXE binaries TFTP serves (default /usr/lib/ipxe).
 	IPXEDir string `json:"ipxe_dir,omitempty"`
+	// PXELinuxDir holds lpxelinux.0, served on VLANs whose boot loader is
+	// pxelinux (default /usr/lib/PXELINUX, Debian's pxelinux package).
+	PXELinuxDir string `json:"pxelinux_dir,omitempty"`
+	// SyslinuxDir holds the BIOS modules lpxelinux.0 loads: ldlinux.c32,
+	// poweroff.c32, reboot.c32, libcom32.c32 (default
+	// /usr/lib/syslinux/modules/bios, Debian's syslinux-common).
+	SyslinuxDir string `json:"syslinux_dir,omitempty"`
 	// CommissionImage is the boot image commissioning uses (default
 	// "commissioning").
 	CommissionImage string `json:"commission_image,omitempty"`

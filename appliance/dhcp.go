@@ -108,7 +108,7 @@ func (n *Node) dhcpNetworks(ifaces func() ([]net.Interface, error)) ([]dhcp.Netw
 						problems = append(problems, fmt.Sprintf("VLAN %s/%d: no interface of this node has an address in %s; name one with -iface", v.Fabric, v.VID, s.CIDR))
 						continue
 					}
-					out = append(out, dhcp.Network{Iface: iface, VLAN: fmt.Sprintf("%s/%d", v.Fabric, v.VID), Subnet: s.CIDR, Mode: v.DHCP})
+					out = append(out, dhcp.Network{Iface: iface, VLAN: fmt.Sprintf("%s/%d", v.Fabric, v.VID), Subnet: s.CIDR, Mode: v.DHCP, BootLoader: v.BootLoader})
 				}
 			}
 		}

@@ -241,6 +241,8 @@ func TestNetworkBadInput(t *testing.T) {
 		"VLAN DHCP without node": {"PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{DHCP: "full"}, 400, []string{"hall-a/0", "-node"}},
 		"VLAN DHCP mode":         {"PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{DHCP: "relay"}, 400, []string{`"relay"`, "off, full, proxy"}},
 		"VLAN unknown":           {"PUT", "/api/v1/vlans/hall-a/7", vlanUpdate{}, 404, []string{"hall-a/7"}},
+		"VLAN boot loader":       {"PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{BootLoader: "grub"}, 400, []string{`"grub"`, "ipxe, pxelinux"}},
+		"VLAN boot loader, add":  {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, BootLoader: "PXELINUX"}, 400, []string{`"PXELINUX"`, "ipxe, pxelinux"}},
 		"VLAN with its subnet":   {"DELETE", "/api/v1/vlans/hall-a/0", nil, 409, []string{"hall-a/0", "10.50.0.0/24"}},
 		"bad CIDR": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.50.0.0/33", Fabric: "hall-a", VID: &vid, Purpose: "mgmt"},
 			400, []string{`"10.50.0.0/33"`}},

@@ -99,6 +99,7 @@ type Node struct {
 	bg           context.Context
 	jobWake      chan struct{}
 	bootTmpl     *template.Template
+	pxelinuxTmpl *template.Template
 	imageSync    chan struct{}
 	bootRefused  prometheus.Counter
 	imageFetched prometheus.Counter
@@ -164,6 +165,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	n.conf = conf
 	if n.bootTmpl, err = loadBootTemplate(opts.DataDir); err != nil {
+		return nil, err
+	}
+	if n.pxelinuxTmpl, err = loadTemplate(opts.DataDir, "pxelinux.cfg"); err != nil {
 		return nil, err
 	}
 	db, err := store.Open(n.path(fileState))
@@ -622,9 +626,10 @@ func writeJSONFile(path string, v any, mode os.FileMode) error {
 }
 
 // serveTFTP starts the TFTP server: the iPXE binaries from ipxe_dir (default
-// Debian's /usr/lib/ipxe) and nothing else.
+// Debian's /usr/lib/ipxe), lpxelinux.0 and its modules (pxelinux.go), the
+// pxelinux.cfg files it renders, and nothing else.
 func (n *Node) serveTFTP() error {
-	srv, err := tftp.New(tftp.Config{Addr: n.opts.TFTPAddr, IPXEDir: n.conf.IPXEDir})
+	srv, err := tftp.New(tftp.Config{Addr: n.opts.TFTPAddr, Roots: n.tftpRoots(), Resolver: n.resolveTFTP})
 	if err != nil {
 		return fmt.Errorf("tftp: %w", err)
 	}

@@ -36,6 +36,17 @@ import (
 // /boot/ipxe.efi and no TFTP at all), then GET /boot/ipxe, the kernel and
 // the initrd, in that order.
 //
+// The fourth machine is on the VLAN switched to the pxelinux boot loader,
+// for NICs that cannot run iPXE. QEMU has no BIOS PXE ROM but iPXE's, which
+// says iPXE in every DHCP request (options 77 and 175) and so is never
+// handed pxelinux; the machine is therefore put together as a PXE ROM is:
+// the firmware's DHCP exchange is busybox udhcpc in the bridge, with the
+// machine's MAC and the PXE client's vendor class and arch 0, which must be
+// handed lpxelinux.0; iPXE (ipxe.lkrn, configured from that answer: no DHCP
+// of its own) is then only the PXE stack lpxelinux.0 runs on. The node must
+// serve lpxelinux.0, ldlinux.c32 and pxelinux.cfg/01-<mac> over TFTP, then
+// the kernel and initrd over HTTP, in that order.
+//
 // Ordering comes from one timeline fed by the node's own log records (DHCP
 // and TFTP) and by a recording reverse proxy: the node's HTTP listens on
 // 127.0.0.1:PORT and the proxy on LINK:PORT forwards to it with the Host
@@ -52,15 +63,18 @@ func TestRealPXEBoot(t *testing.T) {
 		t.Skip(why)
 	}
 	if testing.Short() {
-		t.Skip("boots three emulated machines (about a minute and a half)")
+		t.Skip("boots four emulated machines (about two minutes)")
 	}
-	needNet(t, "qemu-system-x86_64")
+	needNet(t, "qemu-system-x86_64", "udhcpc")
 	ovmf := firstFile("/usr/share/ovmf/OVMF.fd", "/usr/share/OVMF/OVMF.fd", "/usr/share/qemu/OVMF.fd")
 	for what, f := range map[string]string{
 		"/dev/net/tun (tap devices)":                firstFile("/dev/net/tun"),
 		"UEFI firmware (Debian package ovmf)":       ovmf,
 		"iPXE binaries (Debian package ipxe)":       firstFile(filepath.Join(tftp.DefaultIPXEDir, "ipxe.efi")),
 		"QEMU's e1000 iPXE ROM (package ipxe-qemu)": firstFile("/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom"),
+		"iPXE as a Linux kernel (package ipxe)":     firstFile(filepath.Join(tftp.DefaultIPXEDir, "ipxe.lkrn")),
+		"lpxelinux.0 (package pxelinux)":            firstFile(filepath.Join(defaultPXELinuxDir, "lpxelinux.0")),
+		"syslinux's BIOS modules (syslinux-common)": firstFile(filepath.Join(defaultSyslinuxDir, "ldlinux.c32")),
 	} {
 		if f == "" {
 			miss("needs " + what)
@@ -134,13 +148,7 @@ func TestRealPXEBoot(t *testing.T) {
 	if err != nil {
 		miss("needs ipxe.efi for UEFI HTTP boot: " + err.Error())
 	}
-	kf := upload(t, n, admin, "commissioning", "kernel", efiApp)
-	inf := upload(t, n, admin, "commissioning", "initrd", []byte(strings.Repeat("not an initrd\n", 5000)))
-	body, _ := json.Marshal(imageRequest{Name: "commissioning", Files: []store.ImageFile{kf, inf}})
-	var answer []byte
-	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
-		t.Fatalf("post image: %d %s", code, answer)
-	}
+	kf, inf := importImage(t, n, admin, "commissioning", efiApp, []byte(strings.Repeat("not an initrd\n", 5000)))
 
 	// The recording proxy on LINK:PORT.
 	_, port, _ := net.SplitHostPort(n.HTTPAddr())
@@ -167,6 +175,7 @@ func TestRealPXEBoot(t *testing.T) {
 	for _, fw := range []struct {
 		name, bios, nic string
 		tftp, http      bool
+		pxelinux        bool     // on the VLAN switched to pxelinux (see above)
 		qemu            []string // more QEMU arguments
 	}{
 		// SeaBIOS and the e1000's iPXE ROM: it says iPXE (option 77) and is
@@ -186,6 +195,9 @@ func TestRealPXEBoot(t *testing.T) {
 			"-fw_cfg", "name=opt/org.tianocore/IPv4PXESupport,string=no",
 			"-fw_cfg", "name=opt/org.tianocore/IPv6PXESupport,string=no",
 		}},
+		// BIOS firmware that cannot run iPXE (see above): the NIC has no
+		// ROM; ipxe.lkrn's command line is set from the DHCP answer.
+		{name: "bios-pxelinux", nic: "e1000,romfile=", pxelinux: true},
 	} {
 		t.Run(fw.name, func(t *testing.T) {
 			var m [3]byte
@@ -195,6 +207,15 @@ func TestRealPXEBoot(t *testing.T) {
 				served[r] = requestCount(t, n.reg, r)
 			}
 			start := tl.len()
+			var fwAnswer map[string]string // the PXE firmware's DHCP answer
+			if fw.pxelinux {
+				vlanLoader(t, n, admin, store.BootLoaderPXELinux, srvIf)
+				waitFor(t, "the DHCP service restarted for pxelinux", func() bool { return tl.find(start, "log", "dhcp serving", nil) >= 0 })
+				fwAnswer = firmwareDHCP(t, ns, br, mac)
+				fw.qemu = append(fw.qemu, "-kernel", filepath.Join(tftp.DefaultIPXEDir, "ipxe.lkrn"), "-append", fmt.Sprintf(
+					"ifopen net0 && set net0/ip %s && set net0/netmask %s && set net0/next-server %s && set net0/filename %s && chain tftp://%s/%s",
+					fwAnswer["ip"], fwAnswer["subnet"], fwAnswer["siaddr"], fwAnswer["boot_file"], fwAnswer["siaddr"], fwAnswer["boot_file"]))
+			}
 			args := []string{"netns", "exec", ns, "qemu-system-x86_64", "-nographic", "-no-reboot", "-m", "256", "-accel", "tcg",
 				"-netdev", "tap,id=n0,ifname=" + tap + ",script=no,downscript=no",
 				"-device", fw.nic + ",netdev=n0,mac=" + mac + ",bootindex=1"}
@@ -277,14 +298,37 @@ func TestRealPXEBoot(t *testing.T) {
 					t.Fatalf("the firmware asked as a PXE client (event %d): PXE was not turned off", i)
 				}
 			}
-			step("DHCP boot answer for iPXE (the script URL)", "log", "boot", map[string]string{"mac": mac, "kind": "ipxe", "file": "http://" + linkIP + ":" + port + "/boot/ipxe?mac=" + mac})
-			step("DHCP ack", "log", "ack", map[string]string{"mac": mac})
-			step("GET /boot/ipxe", "http", "GET /boot/ipxe", map[string]string{"mac": mac, "status": "200"})
+			asked := "GET /boot/ipxe" // what the loader asked for its configuration
+			if fw.pxelinux {
+				if fwAnswer["boot_file"] != "lpxelinux.0" || fwAnswer["siaddr"] != linkIP {
+					t.Fatalf("PXE firmware on a pxelinux VLAN was answered %v, want lpxelinux.0 from %s", fwAnswer, linkIP)
+				}
+				step("DHCP boot answer for BIOS PXE firmware (lpxelinux.0 over TFTP)", "log", "boot", map[string]string{"mac": mac, "kind": "pxe", "arch": "0", "file": "lpxelinux.0"})
+				step("DHCP ack for the firmware", "log", "ack", map[string]string{"mac": mac})
+				step("TFTP transfer of lpxelinux.0", "log", "tftp transfer complete", map[string]string{"file": "lpxelinux.0"})
+				step("TFTP transfer of ldlinux.c32", "log", "tftp transfer complete", map[string]string{"file": "ldlinux.c32"})
+				asked = "pxelinux.cfg/01-" + strings.ReplaceAll(mac, ":", "-")
+				step("TFTP transfer of "+asked, "log", "tftp transfer complete", map[string]string{"file": asked})
+				if i := tl.find(start, "log", "boot", map[string]string{"mac": mac, "kind": "ipxe"}); i >= 0 {
+					t.Fatalf("iPXE asked DHCP (event %d): it should run on the firmware's answer", i)
+				}
+				if i := tl.find(start, "http", "GET /boot/ipxe", nil); i >= 0 {
+					t.Fatalf("the iPXE script was asked for (event %d)", i)
+				}
+			} else {
+				step("DHCP boot answer for iPXE (the script URL)", "log", "boot", map[string]string{"mac": mac, "kind": "ipxe", "file": "http://" + linkIP + ":" + port + "/boot/ipxe?mac=" + mac})
+				step("DHCP ack", "log", "ack", map[string]string{"mac": mac})
+				step("GET /boot/ipxe", "http", "GET /boot/ipxe", map[string]string{"mac": mac, "status": "200"})
+			}
 			step("GET kernel", "http", "GET /images/commissioning/kernel", map[string]string{"status": "200", "bytes": fmt.Sprint(kf.Size)})
 			step("GET initrd", "http", "GET /images/commissioning/initrd", map[string]string{"status": "200", "bytes": fmt.Sprint(inf.Size)})
 
-			// The lease, replicated to the store, granted before the script was asked for.
+			// The lease, replicated to the store, granted before the script
+			// (or the pxelinux file) was asked for.
 			script := tl.find(start, "http", "GET /boot/ipxe", nil)
+			if fw.pxelinux {
+				script = tl.find(start, "log", "tftp transfer complete", map[string]string{"file": asked})
+			}
 			var leases []store.Lease
 			waitFor(t, "the lease in the store", func() bool {
 				n.db.View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
@@ -294,7 +338,7 @@ func TestRealPXEBoot(t *testing.T) {
 				t.Fatalf("lease %+v (script asked for at %v)", l, tl.at(script))
 			}
 			// The node's own counters agree.
-			if got := requestCount(t, n.reg, "/boot/ipxe") - served["/boot/ipxe"]; got < 1 {
+			if got := requestCount(t, n.reg, "/boot/ipxe") - served["/boot/ipxe"]; got < 1 && !fw.pxelinux {
 				t.Fatalf("rollcall_http_requests_total{route=/boot/ipxe} rose by %v", got)
 			}
 			if got := requestCount(t, n.reg, "/images/:name/:file") - served["/images/:name/:file"]; got < 2 {
@@ -303,11 +347,55 @@ func TestRealPXEBoot(t *testing.T) {
 			if got := requestCount(t, n.reg, "/boot/:file") - served["/boot/:file"]; fw.http && got < 1 {
 				t.Fatalf("rollcall_http_requests_total{route=/boot/:file} rose by %v", got)
 			}
-			if fw.tftp && gauge(t, n.reg, "rollcall_tftp_transfers_finished_total", map[string]string{"result": "complete"}) < 1 {
+			if (fw.tftp || fw.pxelinux) && gauge(t, n.reg, "rollcall_tftp_transfers_finished_total", map[string]string{"result": "complete"}) < 1 {
 				t.Fatal("rollcall_tftp_transfers_finished_total{result=complete} is 0")
 			}
 		})
 	}
+}
+
+// vlanLoader sets the boot loader of the test's VLAN (fabric pxe, VID 0,
+// served on iface) through the API.
+func vlanLoader(t *testing.T, n *Node, admin, loader, iface string) {
+	t.Helper()
+	body, _ := json.Marshal(vlanUpdate{DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: n.Name(), Iface: iface}}, BootLoader: loader})
+	var answer []byte
+	if code := call(t, n, admin, http.MethodPut, "/api/v1/vlans/pxe/0", string(body), &answer); code != http.StatusOK {
+		t.Fatalf("set the VLAN's boot loader to %s: %d %s", loader, code, answer)
+	}
+}
+
+// firmwareDHCP makes the DHCP exchange of BIOS PXE firmware with MAC mac
+// from a veth in bridge br of namespace ns: busybox udhcpc with the vendor
+// class and client architecture (option 93 = 0) a PXE ROM sends, and
+// neither iPXE's options nor a client identifier. It returns udhcpc's view
+// of the ACK (ip, subnet, siaddr, boot_file).
+func firmwareDHCP(t *testing.T, ns, br, mac string) map[string]string {
+	t.Helper()
+	dev, peer := "rcf"+mac[12:14]+mac[15:17], "rcg"+mac[12:14]+mac[15:17]
+	run(t, "ip", "-n", ns, "link", "add", dev, "address", mac, "type", "veth", "peer", "name", peer)
+	defer exec.Command("ip", "-n", ns, "link", "del", dev).Run() // before the VM sends from the same MAC
+	run(t, "ip", "-n", ns, "link", "set", peer, "master", br)
+	run(t, "ip", "-n", ns, "link", "set", peer, "up")
+	run(t, "ip", "-n", ns, "link", "set", dev, "up")
+	dir := t.TempDir()
+	script, out := filepath.Join(dir, "script"), filepath.Join(dir, "answer")
+	os.WriteFile(script, []byte("#!/bin/sh\n[ \"$1\" = bound ] && printf 'ip=%s\\nsubnet=%s\\nsiaddr=%s\\nboot_file=%s\\n' \"$ip\" \"$subnet\" \"$siaddr\" \"$boot_file\" > "+out+"\nexit 0\n"), 0o755)
+	cmd := exec.Command("ip", "netns", "exec", ns, "udhcpc", "-f", "-q", "-n", "-C", "-t", "10", "-T", "1", "-i", dev, "-s", script,
+		"-V", "PXEClient:Arch:00000:UNDI:002001", "-x", "0x5d:0000")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("udhcpc as PXE firmware: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("udhcpc as PXE firmware got no lease: %v", err)
+	}
+	answer := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		answer[k] = v
+	}
+	return answer
 }
 
 func firstFile(paths ...string) string {

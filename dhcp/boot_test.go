@@ -13,6 +13,7 @@ import (
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 
+	"github.com/rollcall/rollcall/dhcp/boot"
 	"github.com/rollcall/rollcall/dhcp/wire"
 	"github.com/rollcall/rollcall/store"
 )
@@ -84,7 +85,10 @@ func summary(p *dhcpv4.DHCPv4) string {
 // TestBootGolden feeds captured-style PXE, UEFI, UEFI HTTP, ARM64 and iPXE
 // DISCOVERs (kept in testdata/golden/*.req as hex) to full mode, proxy mode
 // on 67, and proxy mode's port 4011, and compares the answers with golden
-// files. Run with -update to rewrite both.
+// files. Run with -update to rewrite both. On a VLAN whose boot loader is
+// pxelinux only BIOS firmware gets another answer (lpxelinux.0, in
+// *.full-pxelinux.* and *.proxy-pxelinux.*); every other client's must be
+// the very one of an iPXE VLAN.
 func TestBootGolden(t *testing.T) {
 	dir := filepath.Join("testdata", "golden")
 	if *update {
@@ -101,8 +105,12 @@ func TestBootGolden(t *testing.T) {
 	if len(reqs) < 6 {
 		t.Fatalf("golden requests missing in %s (run with -update)", dir)
 	}
-	for _, mode := range []string{store.DHCPFull, store.DHCPProxy} {
-		r := newRig(t, rigOpts{mode: mode, tweak: func(c *Config) {
+	for _, v := range []struct{ mode, loader string }{
+		{store.DHCPFull, ""}, {store.DHCPProxy, ""},
+		{store.DHCPFull, store.BootLoaderPXELinux}, {store.DHCPProxy, store.BootLoaderPXELinux},
+	} {
+		mode := v.mode
+		r := newRig(t, rigOpts{mode: mode, loader: v.loader, tweak: func(c *Config) {
 			c.Boot.HTTPPort = 8080
 			c.Boot.EFIARM64 = "ipxe-arm64.efi"
 		}})
@@ -128,7 +136,11 @@ func TestBootGolden(t *testing.T) {
 				ports = append(ports, wire.PXEPort)
 			}
 			for _, port := range ports {
-				t.Run(fmt.Sprintf("%s/%d/%s", mode, port, name), func(t *testing.T) {
+				variant := mode
+				if v.loader != "" {
+					variant += "-" + v.loader
+				}
+				t.Run(fmt.Sprintf("%s/%d/%s", variant, port, name), func(t *testing.T) {
 					p := req
 					src := clientSrc
 					dst := netip.Addr{}
@@ -147,6 +159,12 @@ func TestBootGolden(t *testing.T) {
 						got += "to " + to.String() + "\n"
 					}
 					golden := filepath.Join(dir, fmt.Sprintf("%s.%s.%d.golden", name, mode, port))
+					if v.loader != "" && name == "bios" {
+						golden = filepath.Join(dir, fmt.Sprintf("%s.%s.%d.golden", name, variant, port))
+					} else if v.loader != "" && *update {
+						// Compared with the iPXE VLAN's answer, never rewritten.
+						return
+					}
 					if *update {
 						if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 							t.Fatal(err)
@@ -161,6 +179,35 @@ func TestBootGolden(t *testing.T) {
 						t.Errorf("answer differs from %s\n--- got\n%s--- want\n%s", golden, got, want)
 					}
 				})
+			}
+		}
+	}
+}
+
+// On a pxelinux VLAN, BIOS PXE firmware (arch 0, or a PXEClient that sends
+// no arch) gets lpxelinux.0 over TFTP; iPXE itself, UEFI PXE and UEFI HTTP
+// boot are answered as on an iPXE VLAN.
+func TestBootDecidePXELinux(t *testing.T) {
+	node := netip.MustParseAddr("10.0.0.2")
+	for name, tc := range map[string]struct {
+		c          boot.Client
+		ipxe, pxel string
+	}{
+		"bios":         {boot.Client{Kind: boot.PXE, Arch: boot.ArchBIOS}, "undionly.kpxe", "lpxelinux.0"},
+		"pxe, no arch": {boot.Client{Kind: boot.PXE, Arch: -1}, "undionly.kpxe", "lpxelinux.0"},
+		"uefi x64":     {boot.Client{Kind: boot.PXE, Arch: boot.ArchEFIx64}, "ipxe.efi", "ipxe.efi"},
+		"uefi http":    {boot.Client{Kind: boot.HTTP, Arch: boot.ArchHTTPx64}, "http://10.0.0.2/boot/ipxe.efi", "http://10.0.0.2/boot/ipxe.efi"},
+		"ipxe on bios": {boot.Client{Kind: boot.IPXE, Arch: boot.ArchBIOS}, "http://10.0.0.2/boot/ipxe?mac=52:54:00:00:00:01", "http://10.0.0.2/boot/ipxe?mac=52:54:00:00:00:01"},
+	} {
+		for _, pxelinux := range []bool{false, true} {
+			cfg := boot.Config{PXELinux: pxelinux}.WithDefaults()
+			a, ok := cfg.Decide(tc.c, "52:54:00:00:00:01", node)
+			want := tc.ipxe
+			if pxelinux {
+				want = tc.pxel
+			}
+			if !ok || a.File != want || a.Kind != tc.c.Kind {
+				t.Errorf("%s (pxelinux %v): %+v %v, want %s", name, pxelinux, a, ok, want)
 			}
 		}
 	}

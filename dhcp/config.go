@@ -37,6 +37,9 @@ type Network struct {
 	// siaddr, boot URLs). Empty: the interface's address inside Subnet, else
 	// its first IPv4 address.
 	Addr netip.Addr
+	// BootLoader is the VLAN's store.BootLoader: store.BootLoaderPXELinux
+	// hands BIOS PXE firmware Boot.LegacyBIOS instead of iPXE.
+	BootLoader string
 }
 
 // Config is the DHCP service of one appliance node.
@@ -154,6 +157,9 @@ func (c Config) validate() error {
 		if n.Iface == "" {
 			return fmt.Errorf("dhcp: network %s: Iface is required", n.Subnet)
 		}
+		if n.BootLoader != "" && n.BootLoader != store.BootLoaderIPXE && n.BootLoader != store.BootLoaderPXELinux {
+			return fmt.Errorf("dhcp: network %s on %s: boot loader %q is not one of %s, %s", n.Subnet, n.Iface, n.BootLoader, store.BootLoaderIPXE, store.BootLoaderPXELinux)
+		}
 		if n.Mode == store.DHCPFull && c.Replicator == nil {
 			return fmt.Errorf("dhcp: full mode on %s needs a Replicator", n.Iface)
 		}
@@ -184,7 +190,7 @@ func networksFromStore(db *store.DB, node string) ([]Network, error) {
 				}
 				for _, s := range subnets {
 					if s.Fabric == v.Fabric && s.VID == v.VID && s.CIDR.Addr().Is4() {
-						out = append(out, Network{Iface: srv.Iface, VLAN: v.Fabric + "/" + strconv.Itoa(v.VID), Subnet: s.CIDR, Mode: v.DHCP})
+						out = append(out, Network{Iface: srv.Iface, VLAN: v.Fabric + "/" + strconv.Itoa(v.VID), Subnet: s.CIDR, Mode: v.DHCP, BootLoader: v.BootLoader})
 					}
 				}
 			}

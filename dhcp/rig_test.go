@@ -72,6 +72,7 @@ type rigOpts struct {
 	last      string
 	tweak     func(*Config)
 	realClock bool
+	loader    string // the VLAN's boot loader
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -101,7 +102,7 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		servers = append(servers, store.VLANServer{Node: c.Name(i), Iface: "eth0"})
 	}
 	ctx := context.Background()
-	err = c.Network(ctx, store.VLAN{Fabric: "f1", VID: 0, MTU: 1500, DHCP: o.mode, Servers: servers},
+	err = c.Network(ctx, store.VLAN{Fabric: "f1", VID: 0, MTU: 1500, DHCP: o.mode, Servers: servers, BootLoader: o.loader},
 		store.Subnet{CIDR: testSubnet, Fabric: "f1", VID: 0, Purpose: "provisioning", Gateway: testGW,
 			DNS: []netip.Addr{netip.MustParseAddr("10.213.0.2")}, Domain: "lab.example"},
 		store.Range{Subnet: testSubnet, Kind: store.RangeDynamic, First: netip.MustParseAddr(o.first), Last: netip.MustParseAddr(o.last)})

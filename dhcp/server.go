@@ -82,6 +82,8 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 			s.order = append(s.order, ifc)
 		}
 		nw := &network{Network: n}
+		bootCfg := cfg.Boot
+		bootCfg.PXELinux = n.BootLoader == store.BootLoaderPXELinux
 		switch n.Mode {
 		case store.DHCPFull:
 			nw.pool = lease.NewPool(lease.PoolConfig{
@@ -93,10 +95,10 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 			})
 			nw.handler = &full.Handler{
 				Settings: func() full.Settings { return *nw.settings.Load() },
-				Leases:   nw.pool, Machines: storeMachines{cfg.DB}, Boot: cfg.Boot,
+				Leases:   nw.pool, Machines: storeMachines{cfg.DB}, Boot: bootCfg,
 			}
 		case store.DHCPProxy:
-			nw.handler = &proxy.Handler{Boot: cfg.Boot}
+			nw.handler = &proxy.Handler{Boot: bootCfg}
 			ifc.proxy = true
 		}
 		ifc.networks = append(ifc.networks, nw)

@@ -83,6 +83,11 @@ func CheckVLAN(tx *store.Tx, v store.VLAN, replace bool) error {
 	if v.DHCP != store.DHCPOff && v.DHCP != store.DHCPFull && v.DHCP != store.DHCPProxy {
 		return invalid("DHCP mode %q is not one of off, full, proxy", v.DHCP)
 	}
+	switch v.BootLoader {
+	case "", store.BootLoaderIPXE, store.BootLoaderPXELinux:
+	default:
+		return invalid("boot loader %q is not one of %s, %s", v.BootLoader, store.BootLoaderIPXE, store.BootLoaderPXELinux)
+	}
 	if v.DHCP != store.DHCPOff && len(v.Servers) == 0 {
 		return invalid("VLAN %s/%d serves DHCP (%s) but names no node to serve it (-node NAME -iface IF)", v.Fabric, v.VID, v.DHCP)
 	}

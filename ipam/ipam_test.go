@@ -156,6 +156,12 @@ func TestRules(t *testing.T) {
 			cmd:     &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: "relay"}},
 			wantErr: store.ErrInvalid, mention: []string{`"relay"`, "off, full, proxy"},
 		},
+		"VLAN boot loader unknown": {
+			cmd:     &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: "grub"}},
+			wantErr: store.ErrInvalid, mention: []string{`"grub"`, "ipxe, pxelinux"},
+		},
+		"VLAN boot loader pxelinux": {cmd: &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: store.BootLoaderPXELinux}}},
+		"VLAN boot loader ipxe":     {cmd: &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: store.BootLoaderIPXE}}},
 		"fabric kind unknown": {
 			cmd:     &raftfsm.FabricPut{Fabric: store.Fabric{Name: "hall-c", Kind: "token-ring"}},
 			wantErr: store.ErrInvalid, mention: []string{`"token-ring"`, "ethernet, infiniband"},

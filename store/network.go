@@ -52,6 +52,12 @@ type VLANServer struct {
 	Iface string `json:"iface"`
 }
 
+// Boot loaders of a VLAN (VLAN.BootLoader).
+const (
+	BootLoaderIPXE     = "ipxe"
+	BootLoaderPXELinux = "pxelinux"
+)
+
 // VLAN is a VID on a fabric (a partition key on InfiniBand).
 type VLAN struct {
 	Fabric  string       `json:"fabric"`
@@ -59,6 +65,10 @@ type VLAN struct {
 	MTU     int          `json:"mtu"`
 	DHCP    string       `json:"dhcp"`
 	Servers []VLANServer `json:"servers,omitempty"`
+	// BootLoader is what BIOS PXE firmware on this VLAN is handed:
+	// BootLoaderIPXE (also when empty) or BootLoaderPXELinux, for racks
+	// whose NICs cannot run iPXE.
+	BootLoader string `json:"boot_loader,omitempty"`
 	// Implicit marks a VLAN created by `subnet add` naming a VID that had
 	// no VLAN yet (as MAAS does); `vlan add` may then take it over.
 	Implicit bool      `json:"implicit,omitempty"`

@@ -6,7 +6,10 @@
 // §24.7), option 93 (client architecture, RFC 4578 §2.1 and the IANA
 // processor architecture registry) and iPXE's own markers (option 77
 // "iPXE", option 175). Firmware is handed an iPXE binary; iPXE is handed the
-// boot script URL, so it never chain-loads itself.
+// boot script URL, so it never chain-loads itself. On a network whose NICs
+// cannot run iPXE (Config.PXELinux set), BIOS PXE firmware is handed
+// lpxelinux.0 instead (syslinux's PXELINUX with an HTTP client); UEFI firmware
+// still gets iPXE, since PXELINUX's EFI builds are not served.
 package boot
 
 import (
@@ -40,6 +43,11 @@ type Config struct {
 	EFIx64   string // x86-64 UEFI over TFTP and HTTP; default ipxe.efi (snponly.efi is the other usual choice)
 	EFIARM64 string // ARM64 UEFI; default ipxe-arm64.efi
 	EFIIA32  string // 32-bit UEFI; empty: not served
+	// PXELinux, when true, hands BIOS PXE firmware LegacyBIOS instead of
+	// BIOS: the VLAN's boot loader is pxelinux. iPXE and UEFI clients are
+	// answered as before.
+	PXELinux   bool
+	LegacyBIOS string // default lpxelinux.0
 	// HTTPPort is the port of the node's HTTP boot server; default 80.
 	HTTPPort int
 	// HTTPPrefix is the URL path under which loaders are served over HTTP;
@@ -56,6 +64,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.EFIx64 == "" {
 		c.EFIx64 = "ipxe.efi"
+	}
+	if c.LegacyBIOS == "" {
+		c.LegacyBIOS = "lpxelinux.0"
 	}
 	if c.EFIARM64 == "" {
 		c.EFIARM64 = "ipxe-arm64.efi"
@@ -186,6 +197,9 @@ func (cfg Config) Decide(c Client, mac string, node netip.Addr) (Answer, bool) {
 		switch c.Arch {
 		case ArchBIOS, -1:
 			f = cfg.BIOS
+			if cfg.PXELinux {
+				f = cfg.LegacyBIOS
+			}
 		case ArchEFIx64, ArchEFIBC:
 			f = cfg.EFIx64
 		case ArchEFIARM64:

@@ -74,6 +74,7 @@ var columnComments = map[string]string{
 	"vlans.vid":            "VLAN ID (or InfiniBand partition key)",
 	"vlans.dhcp":           "DHCP mode: off, full or proxy",
 	"vlans.servers":        "appliance nodes serving DHCP/PXE here: JSON array of {node, iface}",
+	"vlans.boot_loader":    "what BIOS PXE firmware is handed: ipxe (also when empty) or pxelinux",
 	"subnets.cidr":         "the network prefix",
 	"subnets.vid":          "VLAN ID on the fabric (vlans.fabric, vlans.vid)",
 	"subnets.purpose":      "provisioning, mgmt, bmc, storage, ib or other",

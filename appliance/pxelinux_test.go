@@ -1,0 +1,208 @@
+package appliance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tftpclient "github.com/pin/tftp/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+// A node serves lpxelinux.0 and its modules from pxelinux_dir and
+// syslinux_dir over TFTP, and renders pxelinux.cfg/01-<mac> from the
+// machine's state; the other names pxelinux asks for first (UUID, hex IP)
+// are not found so that it goes on to the MAC file; default is the
+// commissioning entry for an address no lease names; a MAC that is not a MAC
+// is refused and counted; the agent token never reaches the log.
+func TestNodeServesPXELinux(t *testing.T) {
+	data := t.TempDir()
+	pxelinuxDir, syslinuxDir := filepath.Join(data, "pxelinux"), filepath.Join(data, "syslinux")
+	os.MkdirAll(pxelinuxDir, 0o755)
+	os.MkdirAll(syslinuxDir, 0o755)
+	files := map[string][]byte{
+		filepath.Join(pxelinuxDir, "lpxelinux.0"): bytes.Repeat([]byte("lpxelinux."), 4000),
+		filepath.Join(syslinuxDir, "ldlinux.c32"): bytes.Repeat([]byte("ldlinux."), 3000),
+		filepath.Join(syslinuxDir, "menu.c32"):    []byte("not allow-listed"),
+	}
+	for p, b := range files {
+		os.WriteFile(p, b, 0o644)
+	}
+	conf, _ := json.Marshal(FileConfig{PXELinuxDir: pxelinuxDir, SyslinuxDir: syslinuxDir, IPXEDir: t.TempDir()})
+	os.WriteFile(filepath.Join(data, fileConfig), conf, 0o600)
+	var logs syncBuffer
+	n, admin := startTFTPNode(t, data, &logs)
+
+	c, err := tftpclient.NewClient(n.TFTPAddrs()[0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(name string) (string, error) {
+		t.Helper()
+		wt, err := c.Receive(name, "octet")
+		if err != nil {
+			return "", err
+		}
+		var b bytes.Buffer
+		_, err = wt.WriteTo(&b)
+		return b.String(), err
+	}
+	for name, want := range map[string][]byte{"lpxelinux.0": files[filepath.Join(pxelinuxDir, "lpxelinux.0")], "ldlinux.c32": files[filepath.Join(syslinuxDir, "ldlinux.c32")]} {
+		if got, err := fetch(name); err != nil || got != string(want) {
+			t.Fatalf("%s: %v, %d bytes", name, err, len(got))
+		}
+	}
+
+	// Before any image a commissioning machine waits and reboots.
+	const mac = "52:54:00:12:34:56"
+	cfgName := "pxelinux.cfg/01-52-54-00-12-34-56"
+	if got, err := fetch(cfgName); err != nil || !strings.Contains(got, "COM32 reboot.c32") || !strings.Contains(got, "rollcall image import") {
+		t.Fatalf("%s without an image: %v\n%s", cfgName, err, got)
+	}
+	importImage(t, n, admin, "commissioning", []byte("kernel"), []byte("initrd"))
+
+	_, port, _ := strings.Cut(n.HTTPAddr(), ":")
+	kernel := "KERNEL http://127.0.0.1:" + port + "/images/commissioning/kernel\n"
+	expect := func(name, action string) {
+		t.Helper()
+		got, err := fetch(name)
+		if err != nil {
+			t.Fatalf("%s (%s): %v", name, action, err)
+		}
+		ok := map[string]bool{
+			"commission": strings.Contains(got, kernel) && strings.Contains(got, "initrd=http://127.0.0.1:"+port+"/images/commissioning/initrd rollcall.server=") &&
+				strings.Contains(got, "rollcall.token=") && strings.Contains(got, "rollcall.ca=") && strings.Contains(got, "IPAPPEND 2"),
+			"poweroff": strings.Contains(got, "COM32 poweroff.c32") && !strings.Contains(got, "rollcall.token="),
+		}[action]
+		if !ok {
+			t.Fatalf("%s: want %s:\n%s", name, action, got)
+		}
+	}
+	expect(cfgName, "commission") // unknown
+	machine := "m-00000000abcd"
+	if _, err := n.cluster.Apply(context.Background(), &raftfsm.MachineCreate{ID: machine, MACs: []string{mac}, Now: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	expect(cfgName, "commission") // new
+	n.cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: mac, MACs: []string{mac}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()})
+	expect(cfgName, "poweroff")
+	expect("pxelinux.cfg/default", "commission") // 127.0.0.1 holds no lease
+
+	// What pxelinux asks before and after the MAC file, and bad names.
+	refusedBefore := testutil.ToFloat64(n.bootRefused)
+	for _, name := range []string{
+		"pxelinux.cfg/b8945908-d6a6-41a9-611d-74a6ab80b83d", // UUID
+		"pxelinux.cfg/7F000001", "pxelinux.cfg/7F",          // hex IP, shortened
+		"pxelinux.cfg/20-52-54-00-12-34-56",   // not Ethernet
+		"pxelinux.cfg/01-52-54-00-12-34-56/x", // below a MAC file
+		"pxelinux.cfg", "pxelinux.cfg/../rollcall.json", "menu.c32", "../syslinux/menu.c32",
+	} {
+		if got, err := fetch(name); err == nil {
+			t.Errorf("%s was served:\n%s", name, got)
+		}
+	}
+	if got := testutil.ToFloat64(n.bootRefused) - refusedBefore; got != 0 {
+		t.Errorf("names that are not MAC files counted as refused MACs: %v", got)
+	}
+	for _, name := range []string{"pxelinux.cfg/01-zz-zz-zz-zz-zz-zz", "pxelinux.cfg/01-", "pxelinux.cfg/01-52-54-00-12-34-56-78", "pxelinux.cfg/01-%35%32"} {
+		if got, err := fetch(name); err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Errorf("%s: %v\n%s", name, err, got)
+		}
+	}
+	if got := testutil.ToFloat64(n.bootRefused) - refusedBefore; got != 4 {
+		t.Errorf("rollcall_boot_refused_total rose by %v for 4 bad MACs", got)
+	}
+	if got := gauge(t, n.reg, "rollcall_tftp_refused_total", map[string]string{"reason": "not-found"}); got < 12 {
+		t.Errorf("rollcall_tftp_refused_total{reason=not-found} = %v", got)
+	}
+
+	// The token is in the commissioning files, never in the log.
+	token := readToken(t, data, fileAgent)
+	if got, _ := fetch("pxelinux.cfg/default"); !strings.Contains(got, "rollcall.token="+token+" ") {
+		t.Errorf("default lacks the agent token:\n%s", got)
+	}
+	if l := logs.String(); strings.Contains(l, token) || !strings.Contains(l, "pxelinux config") {
+		t.Errorf("the token is in the log, or the log has no pxelinux config line:\n%s", l)
+	}
+}
+
+// startTFTPNode starts a node with TFTP on a loopback port and DATA at data,
+// logging at debug level into log, and returns it with its admin token.
+func startTFTPNode(t *testing.T, data string, log *syncBuffer) (*Node, string) {
+	t.Helper()
+	n, err := Start(t.Context(), Options{DataDir: data, Name: "t1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		RaftTune: func(c *raftfsm.Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if len(n.TFTPAddrs()) == 0 {
+		t.Fatal("no TFTP listener")
+	}
+	return n, readToken(t, data, fileAdmin)
+}
+
+// importImage uploads a kernel and an initrd and records them as image name.
+func importImage(t *testing.T, n *Node, admin, name string, kernel, initrd []byte) (store.ImageFile, store.ImageFile) {
+	t.Helper()
+	kf := upload(t, n, admin, name, "kernel", kernel)
+	inf := upload(t, n, admin, name, "initrd", initrd)
+	body, _ := json.Marshal(imageRequest{Name: name, Files: []store.ImageFile{kf, inf}})
+	var answer []byte
+	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
+		t.Fatalf("post image: %d %s", code, answer)
+	}
+	return kf, inf
+}
+
+// The boot loader of a VLAN through the CLI: vlan add -boot-loader, vlan
+// set changing only what it names, vlan show, and a value that is not a
+// boot loader refused with the ones that are.
+func TestVLANBootLoaderCLI(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	t.Setenv("ROLLCALL_URL", "http://"+n.HTTPAddr())
+	t.Setenv("ROLLCALL_TOKEN", admin)
+	mustCLI(t, "fabric", "add", "hall-a")
+	if out := mustCLI(t, "vlan", "add", "hall-a", "10", "-boot-loader", "pxelinux"); !strings.Contains(out, "boot loader pxelinux") {
+		t.Errorf("vlan add: %q", out)
+	}
+	mustCLI(t, "vlan", "add", "hall-a", "20", "-dhcp", "-node", "t1", "-iface", "eth1", "-mtu", "9000")
+	if out := mustCLI(t, "vlan", "show", "hall-a", "20"); !strings.Contains(out, "Boot loader") || !strings.Contains(out, "ipxe") {
+		t.Errorf("vlan show of an iPXE VLAN:\n%s", out)
+	}
+	mustCLI(t, "vlan", "set", "hall-a", "20", "-boot-loader", "pxelinux")
+	var vd VLANDetail
+	if err := json.Unmarshal([]byte(mustCLI(t, "vlan", "show", "hall-a", "20", "-json")), &vd); err != nil || vd.BootLoader != store.BootLoaderPXELinux ||
+		vd.DHCP != store.DHCPFull || vd.MTU != 9000 || len(vd.Servers) != 1 || vd.Servers[0] != (store.VLANServer{Node: "t1", Iface: "eth1"}) {
+		t.Errorf("vlan set -boot-loader changed more than the boot loader: %+v, %v", vd, err)
+	}
+	if out := mustCLI(t, "vlan", "show", "hall-a", "20"); !strings.Contains(out, "pxelinux") {
+		t.Errorf("vlan show:\n%s", out)
+	}
+	mustCLI(t, "vlan", "set", "hall-a", "20", "-no-dhcp", "-mtu", "1500", "-boot-loader", "ipxe")
+	json.Unmarshal([]byte(mustCLI(t, "vlan", "show", "hall-a", "20", "-json")), &vd)
+	if vd.BootLoader != store.BootLoaderIPXE || vd.DHCP != store.DHCPOff || vd.MTU != 1500 {
+		t.Errorf("vlan set -no-dhcp -mtu -boot-loader: %+v", vd)
+	}
+	if code, _, errs := cli(t, "vlan", "set", "hall-a", "20", "-boot-loader", "grub"); code != 1 || !strings.Contains(errs, `"grub"`) || !strings.Contains(errs, "ipxe, pxelinux") {
+		t.Errorf("vlan set -boot-loader grub: exit %d, %q", code, errs)
+	}
+	for _, args := range [][]string{{"vlan", "set", "hall-a"}, {"vlan", "set", "hall-a", "20", "-dhcp", "-no-dhcp"}, {"vlan", "set", "hall-a", "99", "-mtu", "1500"}} {
+		if code, _, errs := cli(t, args...); code != 1 || errs == "" {
+			t.Errorf("rollcall %s: exit %d, %q", strings.Join(args, " "), code, errs)
+		}
+	}
+}
