@@ -97,6 +97,12 @@ type Pool struct {
 	kick    chan struct{}
 	warned  time.Time
 	swept   time.Time // wall clock: a throttle, not lease time
+	// noBlock is when a claim last found no block to claim: kicks do not
+	// rescan the store again for a second (only the ticker does), or a
+	// pool below its low water mark on an exhausted range would rescan on
+	// every packet (measured: a fifth of the server's CPU).
+	noBlock time.Time
+	scans   int // claim scans of the store (tests)
 }
 
 // NewPool makes a pool. It leases nothing until SetReady (after the node
@@ -451,7 +457,7 @@ func (p *Pool) Maintain(ctx context.Context) {
 			renew = append(renew, b.first)
 		}
 	}
-	need := p.nfree < p.cfg.LowWater
+	need := p.nfree < p.cfg.LowWater && time.Since(p.noBlock) >= time.Second
 	surplus := p.surplusLocked()
 	p.mu.Unlock()
 
@@ -635,6 +641,9 @@ func a4(v uint32) netip.Addr {
 // candidates from a per-node offset so nodes rarely race for one block.
 func (p *Pool) claim(ctx context.Context, now time.Time) {
 	var cands []span
+	p.mu.Lock()
+	p.scans++
+	p.mu.Unlock()
 	_ = p.cfg.DB.View(func(tx *store.Tx) error {
 		grid := p.grid(tx)
 		if len(grid) == 0 {
@@ -708,6 +717,7 @@ func (p *Pool) claim(ctx context.Context, now time.Time) {
 	if len(cands) == 0 {
 		p.mu.Lock()
 		low := p.nfree < p.cfg.LowWater
+		p.noBlock = time.Now()
 		p.mu.Unlock()
 		if low && now.Sub(p.warned) > 30*time.Second {
 			p.warned = now
