@@ -71,7 +71,7 @@ func TestProxyBesideDnsmasq(t *testing.T) {
 	inNS(t, cli, func() {
 		var res result
 		defer func() { results <- res }()
-		pc, err := listen("cli0", 68)
+		pc, err := listenClient("cli0", 68)
 		if err != nil {
 			res.err = err
 			return

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
+	"runtime"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
 	"github.com/rollcall/rollcall/dhcp/wire"
@@ -56,7 +56,7 @@ func (c Config) Start(ctx context.Context, log *slog.Logger) error {
 	var conns []*conn
 	closeAll := func() {
 		for _, c := range conns {
-			c.pc.Close()
+			c.sock.Close()
 		}
 	}
 	for _, ifc := range s.order {
@@ -65,12 +65,12 @@ func (c Config) Start(ctx context.Context, log *slog.Logger) error {
 			ports = append(ports, wire.PXEPort)
 		}
 		for _, port := range ports {
-			pc, err := listen(ifc.name, port)
+			sock, err := listen(ifc.name, port)
 			if err != nil {
 				closeAll()
 				return err
 			}
-			conns = append(conns, &conn{pc: pc, ifc: ifc, port: port})
+			conns = append(conns, &conn{sock: sock, ifc: ifc, port: port})
 		}
 	}
 	log.Info("dhcp: serving", "networks", len(s.cfg.Networks), "sockets", len(conns))
@@ -83,82 +83,43 @@ func (c Config) Start(ctx context.Context, log *slog.Logger) error {
 		}
 	}
 	<-ctx.Done()
-	closeAll()
+	for _, c := range conns {
+		c.sock.wake()
+	}
 	wg.Wait()
+	closeAll()
 	bg.Wait()
 	return nil
 }
 
 type conn struct {
-	pc   *ipv4.PacketConn
+	sock *udpSocket
 	ifc  *iface
 	port int
 }
 
-// listen opens a UDP socket on port bound to one interface, with the
-// destination address and interface of every datagram reported.
-func listen(ifname string, port int) (*ipv4.PacketConn, error) {
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); serr != nil {
-				return
-			}
-			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BROADCAST, 1); serr != nil {
-				return
-			}
-			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
-			serr = unix.BindToDevice(int(fd), ifname)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	c, err := lc.ListenPacket(context.Background(), "udp4", ":"+strconv.Itoa(port))
-	if err != nil {
-		return nil, fmt.Errorf("dhcp: listen on %s port %d: %w", ifname, port, err)
-	}
-	pc := ipv4.NewPacketConn(c)
-	if err := pc.SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("dhcp: listen on %s port %d: control messages: %w", ifname, port, err)
-	}
-	return pc, nil
-}
-
-// serve reads datagrams and answers them until the socket closes.
+// serve reads datagrams and answers them until the socket is shut down.
+// It keeps its OS thread: the socket is a blocking one (see udpSocket).
 func (s *server) serve(ctx context.Context, c *conn) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofInet4Pktinfo))
 	for {
-		n, cm, src, err := c.pc.ReadFrom(buf)
+		n, src, dst, err := c.sock.read(buf, oob)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, errShutdown) {
 				return
 			}
 			s.log.Warn("dhcp: read", "iface", c.ifc.name, "err", err)
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		pk := packet{ifc: c.ifc, port: c.port, data: buf[:n]}
-		if ua, ok := src.(*net.UDPAddr); ok {
-			pk.src = ua.AddrPort()
-			pk.src = netip.AddrPortFrom(pk.src.Addr().Unmap(), pk.src.Port())
-		}
-		if cm != nil {
-			if d, ok := netip.AddrFromSlice(cm.Dst.To4()); ok && cm.Dst.To4() != nil {
-				pk.dst = d
-			}
-		}
-		r, _ := s.process(ctx, pk)
+		r, _ := s.process(ctx, packet{ifc: c.ifc, port: c.port, data: buf[:n], src: src, dst: dst})
 		if r.data == nil {
 			continue
 		}
-		wcm := &ipv4.ControlMessage{IfIndex: c.ifc.index}
-		if r.local.IsValid() {
-			wcm.Src = wire.IP(r.local)
-		}
-		if _, err := c.pc.WriteTo(r.data, wcm, net.UDPAddrFromAddrPort(r.to)); err != nil {
+		if err := c.sock.write(r.data, r.to, c.ifc.index, r.local, oob); err != nil {
 			s.m.drops.WithLabelValues(wire.ReasonSendFailed).Inc()
 			s.log.Debug("dhcp: send", "to", r.to, "err", err)
 			continue
@@ -166,3 +127,108 @@ func (s *server) serve(ctx context.Context, c *conn) {
 		s.m.out(r.typ).Inc()
 	}
 }
+
+// udpSocket is a blocking UDP socket bound to one interface and port,
+// read and written with recvmsg/sendmsg directly from OS threads that stay
+// parked in the kernel until a datagram arrives, the way Kea's server works.
+// Go's netpoller would add an EAGAIN read, an epoll wake-up and a goroutine
+// hand-off to every packet; under load those hand-offs, not the work, set
+// the reply-latency tail that made perfdhcp's socket overflow (measured in
+// lab/bench/dhcp). IP_PKTINFO reports each datagram's destination address
+// and sets a reply's interface and source address.
+type udpSocket struct {
+	fd       int
+	shutdown atomic.Bool
+}
+
+// errShutdown is read's answer once the socket is shut down.
+var errShutdown = errors.New("dhcp: socket shut down")
+
+// listen opens the socket for port on ifname.
+func listen(ifname string, port int) (*udpSocket, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dhcp: socket for %s port %d: %w", ifname, port, err)
+	}
+	s := &udpSocket{fd: fd}
+	set := func(level, opt, v int) error { return unix.SetsockoptInt(fd, level, opt, v) }
+	tv := unix.NsecToTimeval((250 * time.Millisecond).Nanoseconds())
+	for _, step := range []func() error{
+		func() error { return set(unix.SOL_SOCKET, unix.SO_REUSEADDR, 1) },
+		func() error { return set(unix.SOL_SOCKET, unix.SO_BROADCAST, 1) },
+		func() error { return set(unix.IPPROTO_IP, unix.IP_PKTINFO, 1) },
+		func() error { _ = set(unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20); return nil },
+		// A periodic wake-up, so a reader notices shutdown even if the
+		// kernel's wake-up on shutdown(2) is missed.
+		func() error { return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv) },
+		func() error { return unix.BindToDevice(fd, ifname) },
+		func() error { return unix.Bind(fd, &unix.SockaddrInet4{Port: port}) },
+	} {
+		if err := step(); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("dhcp: listen on %s port %d: %w", ifname, port, err)
+		}
+	}
+	return s, nil
+}
+
+// read returns the next datagram, its source and the address it was sent
+// to (the interface address, or broadcast).
+func (s *udpSocket) read(buf, oob []byte) (int, netip.AddrPort, netip.Addr, error) {
+	for {
+		if s.shutdown.Load() {
+			return 0, netip.AddrPort{}, netip.Addr{}, errShutdown
+		}
+		n, oobn, _, from, err := unix.Recvmsg(s.fd, buf, oob, 0)
+		switch {
+		case err == unix.EINTR, err == unix.EAGAIN:
+			continue // EAGAIN: SO_RCVTIMEO passed
+		case err != nil:
+			return 0, netip.AddrPort{}, netip.Addr{}, err
+		}
+		sa, ok := from.(*unix.SockaddrInet4)
+		if !ok {
+			continue // a shut-down socket returns no source
+		}
+		var dst netip.Addr
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, m := range msgs {
+				if m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_PKTINFO && len(m.Data) >= unix.SizeofInet4Pktinfo {
+					info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&m.Data[0]))
+					dst = netip.AddrFrom4(info.Addr)
+				}
+			}
+		}
+		return n, netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port)), dst, nil
+	}
+}
+
+// write sends b to to out of interface ifindex, from src when it is valid.
+// oob is scratch space of CmsgSpace(SizeofInet4Pktinfo) bytes.
+func (s *udpSocket) write(b []byte, to netip.AddrPort, ifindex int, src netip.Addr, oob []byte) error {
+	oob = oob[:unix.CmsgSpace(unix.SizeofInet4Pktinfo)]
+	clear(oob)
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level, h.Type = unix.IPPROTO_IP, unix.IP_PKTINFO
+	h.SetLen(unix.CmsgLen(unix.SizeofInet4Pktinfo))
+	info := (*unix.Inet4Pktinfo)(unsafe.Pointer(&oob[unix.CmsgLen(0)]))
+	info.Ifindex = int32(ifindex)
+	if src.Is4() {
+		info.Spec_dst = src.As4()
+	}
+	for {
+		_, err := unix.SendmsgN(s.fd, b, oob, &unix.SockaddrInet4{Port: int(to.Port()), Addr: to.Addr().As4()}, 0)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// wake makes the readers return errShutdown (shutdown(2) wakes a blocked
+// recvmsg); Start closes the socket once they have.
+func (s *udpSocket) wake() {
+	s.shutdown.Store(true)
+	_ = unix.Shutdown(s.fd, unix.SHUT_RDWR)
+}
+
+func (s *udpSocket) Close() error { return unix.Close(s.fd) }
