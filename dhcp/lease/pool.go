@@ -212,7 +212,9 @@ func (p *Pool) drop(e *entry) {
 }
 
 func (p *Pool) lowLocked() {
-	if p.nfree < p.cfg.LowWater {
+	// After a scan found no block, kicking per packet would only wake Run
+	// for nothing: the ticker tries again.
+	if p.nfree < p.cfg.LowWater && time.Since(p.noBlock) >= time.Second {
 		p.Kick()
 	}
 }
