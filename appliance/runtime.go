@@ -15,17 +15,19 @@ import (
 // limit makes the collector work harder again before the heap reaches
 // 1 GiB, so the trade stays bounded on a small appliance.
 //
-// On machines with fewer than four CPUs it also runs four Ps (GOMAXPROCS):
-// the DHCP workers are OS threads parked in recvmsg, and a thread coming
-// back from the kernel with a packet needs a free P; with one P per CPU, a
-// store apply or the collector holding the others made replies wait for a
-// scheduler preemption (up to 10 ms), and those waits, not the work, were
-// the reply-latency tail perfdhcp overflowed on (lab/bench/dhcp: 11,000
-// exchanges/s sustained with 2 Ps, 12,000 with 4, on two CPUs). Extra Ps
-// leave the sharing of the CPUs to the kernel's scheduler.
+// On machines with one or two CPUs it runs three Ps (GOMAXPROCS): the DHCP
+// workers are OS threads parked in recvmsg, and a thread coming back from
+// the kernel with a packet needs a free P; with one P per CPU, a store
+// apply or the collector holding the others made replies wait for a
+// preemption (up to 10 ms), and those waits, not the work, were the
+// reply-latency tail perfdhcp's socket overflowed on. Measured on two CPUs
+// (lab/bench/dhcp, plain DORA, three stores): 2 Ps sustained 11,000
+// exchanges/s, 3 Ps 12,900, 4 Ps 12,000 but with 1,000 concurrent HTTP
+// downloads falling from 1.4x to 1.0-1.2x nginx (3 Ps: 1.28x). The extra P
+// leaves the sharing of the CPUs to the kernel's scheduler.
 func TuneRuntime() {
-	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < 4 {
-		runtime.GOMAXPROCS(4)
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < 3 {
+		runtime.GOMAXPROCS(3)
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
