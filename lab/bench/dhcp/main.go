@@ -43,18 +43,19 @@ import (
 )
 
 var (
-	clients  = flag.Int("clients", 60000, "simulated clients (perfdhcp -R)")
-	period   = flag.Duration("period", 6*time.Second, "length of each rate step")
-	rates    = flag.String("rates", "1000,1500,2000,2500,3000,3500,4000,4500,5000,6000,7000,8000,9000,10000,12000,14000,16000", "offered rates to step through")
-	maxDrop  = flag.Float64("max-drop", 1.0, "drop percentage that ends the stepping")
-	repeat   = flag.Int("repeat", 3, "perfdhcp runs per step; the step counts as their median by drops (a single 6 s run swings by ±1,000/s on two CPUs)")
-	only     = flag.String("only", "", "run only this server (rollcall or kea)")
-	variant  = flag.String("variant", "", "run only this variant (plain or pxe)")
-	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the run here")
-	workers  = flag.Int("workers", 0, "Rollcall DHCP workers per socket (0: the server's default)")
-	batchMax = flag.Int("batch-max", 0, "lease batch size that triggers a send (0: the server's default)")
-	batchInt = flag.Duration("batch-interval", 0, "lease batch interval (0: the server's default)")
-	stores   = flag.Int("stores", 3, "replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
+	clients      = flag.Int("clients", 60000, "simulated clients (perfdhcp -R)")
+	period       = flag.Duration("period", 6*time.Second, "length of each rate step")
+	rates        = flag.String("rates", "1000,1500,2000,2500,3000,3500,4000,4500,5000,6000,7000,8000,9000,10000,12000,14000,16000", "offered rates to step through")
+	maxDrop      = flag.Float64("max-drop", 1.0, "drop percentage that ends the stepping")
+	repeat       = flag.Int("repeat", 3, "perfdhcp runs per step; the step counts as their median by drops (a single 6 s run swings by ±1,000/s on two CPUs)")
+	only         = flag.String("only", "", "run only this server (rollcall or kea)")
+	variant      = flag.String("variant", "", "run only this variant (plain or pxe)")
+	cpuprof      = flag.String("cpuprofile", "", "write a CPU profile of the run here")
+	workers      = flag.Int("workers", 0, "Rollcall DHCP workers per socket (0: the server's default)")
+	batchMax     = flag.Int("batch-max", 0, "lease batch size that triggers a send (0: the server's default)")
+	batchInt     = flag.Duration("batch-interval", 0, "lease batch interval (0: the server's default)")
+	housekeeping = flag.Duration("housekeeping", 0, "the leader's lease-expiry round (0: the server's default)")
+	stores       = flag.Int("stores", 3, "replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
 )
 
 func main() {
@@ -300,7 +301,7 @@ func rollcall(l *lab) (stop func(), err error) {
 	cfg := dhcp.Config{
 		Metrics: metrics,
 		Node:    "n1", DB: c.DB(0), Replicator: c.Node(0), Housekeeper: c.Node(0), IsLeader: func() bool { return true },
-		BlockSize: 512, LowWater: 8192, Workers: *workers, BatchMax: *batchMax, BatchInterval: *batchInt,
+		BlockSize: 512, LowWater: 8192, Workers: *workers, BatchMax: *batchMax, BatchInterval: *batchInt, Housekeeping: *housekeeping,
 		Boot: dhcp.BootConfig{},
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
