@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -260,10 +261,20 @@ func (n *Node) wakeImageSync() {
 // (and every imageSyncEvery), it fetches missing files from nodes that hold
 // them, verifies them, and tells the cluster it holds them.
 func (n *Node) syncImages(ctx context.Context) {
+	// The loop wakes on every store change (lease batches included): blobs
+	// are garbage-collected only when the set of named files changed or a
+	// sync period passed, not on every wake-up.
+	var gcRefs string
+	var gcAt time.Time
 	for {
 		ch := n.db.Watch()
-		if err := n.syncImagesOnce(ctx); err != nil && ctx.Err() == nil {
+		refs, err := n.syncImagesOnce(ctx)
+		if err != nil && ctx.Err() == nil {
 			n.log.Warn("image sync incomplete; will retry", "err", err)
+		}
+		if key := strings.Join(slices.Sorted(maps.Keys(refs)), ","); refs != nil && (key != gcRefs || time.Since(gcAt) >= imageSyncEvery) {
+			n.gcBlobs(refs, time.Now())
+			gcRefs, gcAt = key, time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -277,7 +288,9 @@ func (n *Node) syncImages(ctx context.Context) {
 	}
 }
 
-func (n *Node) syncImagesOnce(ctx context.Context) error {
+// syncImagesOnce fetches what this node lacks; it returns the blobs images
+// name.
+func (n *Node) syncImagesOnce(ctx context.Context) (map[string]bool, error) {
 	var images []store.Image
 	nodes := map[string]string{}
 	if err := n.db.View(func(tx *store.Tx) error {
@@ -291,7 +304,7 @@ func (n *Node) syncImagesOnce(ctx context.Context) error {
 		}
 		return err
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	var errs []error
 	referenced := map[string]bool{}
@@ -300,7 +313,6 @@ func (n *Node) syncImagesOnce(ctx context.Context) error {
 			referenced[f.SHA256] = true
 		}
 	}
-	n.gcBlobs(referenced, time.Now())
 	for _, im := range images {
 		complete := true
 		for _, f := range im.Files {
@@ -320,7 +332,7 @@ func (n *Node) syncImagesOnce(ctx context.Context) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return referenced, errors.Join(errs...)
 }
 
 // blobGrace is how long a blob no image names is kept: files are uploaded
