@@ -286,7 +286,7 @@ func (n *Node) blockingQuery(c *gin.Context, table string) error {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		ch := n.db.Watch()
+		ch := n.db.WatchTables(table)
 		var cur uint64
 		n.db.View(func(tx *store.Tx) error { cur = tx.TableIndex(table); return nil })
 		if cur > after {

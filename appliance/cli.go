@@ -15,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"syscall"
@@ -168,6 +170,28 @@ func cmdServe(args []string, stderr io.Writer) error {
 	}
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	TuneRuntime()
+	// ROLLCALL_CPUPROFILE=FILE writes a CPU profile of the node's whole run
+	// (go tool pprof FILE), for benchmarks of real processes (lab/bench/dhcp).
+	if path := os.Getenv("ROLLCALL_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("ROLLCALL_CPUPROFILE: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("ROLLCALL_CPUPROFILE: %w", err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv("ROLLCALL_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			_ = trace.Start(f)
+			defer f.Close()
+			defer trace.Stop()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := Start(ctx, o)

@@ -147,7 +147,7 @@ func (n *Node) runDHCP(ctx context.Context) {
 	_, port, _ := net.SplitHostPort(n.HTTPAddr())
 	httpPort, _ := strconv.Atoi(port)
 	for {
-		ch := n.db.Watch()
+		ch := n.db.WatchTables(store.TableNetwork)
 		nets, problems := n.dhcpNetworks(net.Interfaces)
 		for _, p := range problems {
 			n.log.Warn("dhcp: cannot serve", "reason", p)

@@ -261,13 +261,13 @@ func (n *Node) wakeImageSync() {
 // (and every imageSyncEvery), it fetches missing files from nodes that hold
 // them, verifies them, and tells the cluster it holds them.
 func (n *Node) syncImages(ctx context.Context) {
-	// The loop wakes on every store change (lease batches included): blobs
-	// are garbage-collected only when the set of named files changed or a
-	// sync period passed, not on every wake-up.
+	// The loop wakes when images or the members change; blobs are
+	// garbage-collected only when the set of named files changed or a sync
+	// period passed, not on every wake-up.
 	var gcRefs string
 	var gcAt time.Time
 	for {
-		ch := n.db.Watch()
+		ch := n.db.WatchTables(store.TableImages, store.TableCluster)
 		refs, err := n.syncImagesOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			n.log.Warn("image sync incomplete; will retry", "err", err)

@@ -84,7 +84,7 @@ func (n *Node) enqueueJob(ctx context.Context, m store.Machine, j store.Job) (st
 // waitJob blocks until a job is done or ctx ends.
 func (n *Node) waitJob(ctx context.Context, id string) (store.Job, error) {
 	for {
-		ch := n.db.Watch()
+		ch := n.db.WatchTables(store.TableJobs)
 		var j store.Job
 		err := n.db.View(func(tx *store.Tx) error {
 			var err error
@@ -115,7 +115,7 @@ func (n *Node) runJobs(ctx context.Context) {
 	sem := make(chan struct{}, jobRunners)
 	var running sync.Map
 	for {
-		ch := n.db.Watch()
+		ch := n.db.WatchTables(store.TableJobs, store.TableCluster)
 		var pending []store.Job
 		members := map[string]bool{}
 		n.db.View(func(tx *store.Tx) error {

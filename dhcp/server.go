@@ -247,7 +247,7 @@ func (s *server) housekeep(ctx context.Context) {
 func (s *server) watchSettings(ctx context.Context) {
 	var last uint64
 	for {
-		ch := s.cfg.DB.Watch()
+		ch := s.cfg.DB.WatchTables(store.TableNetwork)
 		var idx uint64
 		_ = s.cfg.DB.View(func(tx *store.Tx) error { idx = tx.TableIndex(store.TableNetwork); return nil })
 		if idx != last {

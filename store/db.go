@@ -41,6 +41,7 @@ type DB struct {
 	db *bolt.DB
 
 	changed Notifier
+	tables  tableNotifier
 }
 
 // Open opens (or creates) the store file at path, checks that it is a
@@ -153,22 +154,48 @@ func (d *DB) View(fn func(*Tx) error) error {
 // Update runs fn in one read-write transaction. Only the state machine calls
 // it: every other change goes through Raft. Watchers are woken after commit.
 func (d *DB) Update(fn func(*Tx) error) error {
-	err := d.update(fn)
+	changed, err := d.update(fn)
 	d.notify()
+	if err == nil {
+		d.tables.notify(changed)
+	}
 	return err
 }
 
-func (d *DB) update(fn func(*Tx) error) error {
+// update returns the mask of the tables the committed transaction changed.
+func (d *DB) update(fn func(*Tx) error) (uint32, error) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	if d.db == nil {
-		return errors.New("store is closed")
+		return 0, errors.New("store is closed")
 	}
-	return d.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, write: true}) })
+	var changed uint32
+	err := d.db.Update(func(btx *bolt.Tx) error {
+		tx := &Tx{tx: btx, write: true}
+		err := fn(tx)
+		changed = tx.touched
+		return err
+	})
+	return changed, err
 }
 
-// Watch returns a channel that is closed after the next committed change.
+// Watch returns a channel that is closed after the next committed change,
+// whatever it changed: every lease batch too. Loops that care about some
+// tables only wait with WatchTables.
 func (d *DB) Watch() <-chan struct{} { return d.changed.Watch() }
+
+// WatchTables returns a channel that is closed after the next committed
+// change to one of the tables (TableNetwork, TableJobs…: the ones
+// TableIndex names). A DHCP node commits a lease batch every few
+// milliseconds under load; loops woken by each of those (jobs, images,
+// the DHCP service's network model) cost replies their latency.
+func (d *DB) WatchTables(tables ...string) <-chan struct{} {
+	var mask uint32
+	for _, t := range tables {
+		mask |= tableBit(t)
+	}
+	return d.tables.watch(mask)
+}
 
 func (d *DB) notify() { d.changed.Notify() }
 
@@ -267,6 +294,7 @@ func (d *DB) Restore(r io.Reader) error {
 	defer func() {
 		d.mu.Unlock()
 		d.notify()
+		d.tables.notify(^uint32(0)) // a restore may have changed any table
 	}()
 	if d.db != nil {
 		if err := d.db.Close(); err != nil {

@@ -240,3 +240,52 @@ func TestNetworkRecords(t *testing.T) {
 		return nil
 	})
 }
+
+// A loop waiting on the network table is not woken by lease writes (a DHCP
+// node commits those every few milliseconds), is woken by a network change,
+// and a write that fails wakes nobody.
+func TestWatchTables(t *testing.T) {
+	db := openNetDB(t)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	net := db.WatchTables(TableNetwork)
+	either := db.WatchTables(TableJobs, TableLeases)
+	all := db.Watch()
+	if net2 := db.WatchTables(TableNetwork); net2 != net {
+		t.Error("two waiters on the same tables got different channels (a loop that times out would leave one behind each time)")
+	}
+	netWrite(t, db, 1, func(tx *Tx) error {
+		return tx.PutLease(Lease{IP: netAddr("10.50.0.20"), MAC: "52:54:00:00:00:01", Node: "n1"})
+	})
+	if closed(net) {
+		t.Error("a lease write woke a waiter on the network table")
+	}
+	if !closed(either) || !closed(all) {
+		t.Error("a lease write did not wake waiters on leases or on any change")
+	}
+	err := db.Update(func(tx *Tx) error {
+		tx.Index = 2
+		if err := tx.PutSubnet(Subnet{CIDR: netip.MustParsePrefix("10.50.0.0/24"), Fabric: "f"}); err != nil {
+			return err
+		}
+		return errors.New("refused")
+	})
+	if err == nil || closed(net) {
+		t.Errorf("a rolled-back network write woke the network waiter (err %v)", err)
+	}
+	netWrite(t, db, 3, func(tx *Tx) error {
+		return tx.PutSubnet(Subnet{CIDR: netip.MustParsePrefix("10.50.0.0/24"), Fabric: "f"})
+	})
+	if !closed(net) {
+		t.Error("a network write did not wake the network waiter")
+	}
+	if closed(db.WatchTables(TableNetwork)) {
+		t.Error("the next network waiter's channel is already closed")
+	}
+}

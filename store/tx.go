@@ -22,6 +22,7 @@ type Tx struct {
 	Index uint64
 
 	prunedAt uint64 // the Index the change log was last pruned for
+	touched  uint32 // tables changed (tableBit), for DB.WatchTables
 }
 
 // ErrReadOnly is returned by write methods called in a read transaction.
@@ -58,6 +59,7 @@ func (t *Tx) TableIndex(table string) uint64 {
 }
 
 func (t *Tx) touch(table string) error {
+	t.touched |= tableBit(table)
 	return t.tx.Bucket(bucketMeta).Put([]byte(tablePrefix+table), u64(t.Index))
 }
 

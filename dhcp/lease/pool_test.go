@@ -2,10 +2,12 @@ package lease_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/rollcall/rollcall/dhcp/lease"
 	"github.com/rollcall/rollcall/lab/bench/dhcp/replica"
@@ -47,5 +49,46 @@ func TestExhaustedRangeIsNotRescannedPerKick(t *testing.T) {
 	}
 	if got := p.Scans() - scans; got > 1 {
 		t.Errorf("%d store scans for 100 kicks on an exhausted range, want at most 1", got)
+	}
+}
+
+// A pool handing out addresses fast keeps about two seconds of that demand
+// free, not just its low water mark: with 64-address blocks and a mark of
+// 128, 10,000 new clients a second emptied it between two block claims.
+func TestPoolKeepsAheadOfDemand(t *testing.T) {
+	ctx := context.Background()
+	c, err := replica.New(t.TempDir(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	subnet := netip.MustParsePrefix("10.78.0.0/20")
+	if err := c.Network(ctx,
+		store.VLAN{Fabric: "f", DHCP: store.DHCPFull, MTU: 1500, Servers: []store.VLANServer{{Node: "n1", Iface: "eth0"}}},
+		store.Subnet{CIDR: subnet, Fabric: "f", Purpose: "provisioning"},
+		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.78.0.1"), Last: netip.MustParseAddr("10.78.15.254")},
+	); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	p := lease.NewPool(lease.PoolConfig{
+		Node: "n1", Subnet: subnet, DB: c.DB(0), Rep: c.Node(0),
+		BlockSize: 64, LowWater: 128, Now: func() time.Time { return now },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	p.SetReady()
+	p.Maintain(ctx)
+	if _, free := p.Snapshot(); free < 128 || free > 256 {
+		t.Fatalf("idle pool: %d free, want its low water mark (128) to a block over", free)
+	}
+	for i := range 120 {
+		if _, _, ok := p.Offer(fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), "", netip.Addr{}); !ok {
+			t.Fatalf("offer %d refused", i)
+		}
+	}
+	now = now.Add(time.Second)
+	p.Maintain(ctx)
+	if _, free := p.Snapshot(); free < 240 {
+		t.Errorf("after 120 new clients in a second: %d free, want at least two seconds of that (240)", free)
 	}
 }

@@ -55,7 +55,9 @@ var (
 	batchMax     = flag.Int("batch-max", 0, "lease batch size that triggers a send (0: the server's default)")
 	batchInt     = flag.Duration("batch-interval", 0, "lease batch interval (0: the server's default)")
 	housekeeping = flag.Duration("housekeeping", 0, "the leader's lease-expiry round (0: the server's default)")
-	stores       = flag.Int("stores", 3, "replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
+	stores       = flag.Int("stores", 3, "with -rollcall harness: replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
+	setups       = flag.String("rollcall", "processes", "how Rollcall runs, comma-separated: processes (three `rollcall serve` nodes joined by Raft, DHCP on n1) and/or harness (the DHCP server in this process, leases applied to -stores stores in it, package replica)")
+	idle         = flag.Bool("followers-idle", true, "with -rollcall processes: run n2 and n3 in the SCHED_IDLE class, standing for other machines")
 )
 
 func main() {
@@ -414,10 +416,31 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
+	var modes []string
+	for _, m := range strings.Split(*setups, ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "processes", "harness":
+			modes = append(modes, m)
+		default:
+			return fmt.Errorf("-rollcall: %q is neither processes nor harness", m)
+		}
+	}
+	if *only == "kea" {
+		modes = nil
+	}
+	title := map[string]string{
+		"processes": "Rollcall, 3 nodes (processes, Raft)",
+		"harness":   fmt.Sprintf("Rollcall, %d stores in one process", *stores),
+	}
+	start := map[string]func() (func(), error){
+		"processes": func() (func(), error) { return processes(l, *idle) },
+		"harness":   func() (func(), error) { return rollcall(l) },
+	}
 	type row struct {
-		variant   string
-		rc, kea   step
-		rcOK, kOK bool
+		variant string
+		kea     step
+		kOK     bool
+		rc      []step
 	}
 	var rows []row
 	for _, v := range []struct {
@@ -441,29 +464,39 @@ func run(ctx context.Context) error {
 			}
 			r.kOK = true
 		}
-		if *only != "kea" {
-			stop, err := rollcall(l)
+		for _, m := range modes {
+			stop, err := start[m]()
 			if err != nil {
 				return err
 			}
-			r.rc, err = ladder(ctx, "rollcall", l, v.extra)
+			st, err := ladder(ctx, "rollcall/"+m, l, v.extra)
 			stop()
 			if err != nil {
 				return err
 			}
-			r.rcOK = true
+			r.rc = append(r.rc, st)
 		}
 		rows = append(rows, r)
 	}
-	fmt.Printf("\nDHCPv4 4-way exchanges/s sustained with <= %.0f%% drops, %d simulated clients (perfdhcp as relay), %d CPUs\n", *maxDrop, *clients, runtime.NumCPU())
-	fmt.Printf("| variant | Kea 2.2 memfile | Rollcall (%d replicated stores) | ratio |\n|---|---|---|---|\n", *stores)
+	fmt.Printf("\nDHCPv4 4-way exchanges/s sustained with <= %.0f%% drops, %d simulated clients (perfdhcp as relay), %d CPUs", *maxDrop, *clients, runtime.NumCPU())
+	if slices.Contains(modes, "processes") && *idle {
+		fmt.Printf("; nodes n2 and n3 in the SCHED_IDLE class (other machines)")
+	}
+	fmt.Printf("\n| variant | Kea 2.2 memfile |")
+	for _, m := range modes {
+		fmt.Printf(" %s | ratio |", title[m])
+	}
+	fmt.Printf("\n|---|---|%s\n", strings.Repeat("---|---|", len(modes)))
 	for _, r := range rows {
-		ratio := "-"
-		if r.kea.achieved > 0 && r.rcOK {
-			ratio = fmt.Sprintf("%.2f", r.rc.achieved/r.kea.achieved)
+		fmt.Printf("| %s | %.0f (offered %d, %.2f%% drops) |", r.variant, r.kea.achieved, r.kea.offered, r.kea.dropPct)
+		for _, st := range r.rc {
+			ratio := "-"
+			if r.kOK && r.kea.achieved > 0 {
+				ratio = fmt.Sprintf("%.2f", st.achieved/r.kea.achieved)
+			}
+			fmt.Printf(" %.0f (offered %d, %.2f%% drops) | %s |", st.achieved, st.offered, st.dropPct, ratio)
 		}
-		fmt.Printf("| %s | %.0f (offered %d, %.2f%% drops) | %.0f (offered %d, %.2f%% drops) | %s |\n",
-			r.variant, r.kea.achieved, r.kea.offered, r.kea.dropPct, r.rc.achieved, r.rc.offered, r.rc.dropPct, ratio)
+		fmt.Println()
 	}
 	return nil
 }
