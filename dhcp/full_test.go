@@ -194,4 +194,37 @@ func TestRelayedRequest(t *testing.T) {
 	if out, _, err := r.send(0, d, netip.MustParseAddrPort("192.0.2.1:67"), r.nodes[0].addr); out != nil || wire.DropReason(err) != wire.ReasonOtherSubnet {
 		t.Fatalf("foreign relay: %v %v", out, err)
 	}
+	// The same relay naming our subnet with link selection (option 82
+	// suboption 5, RFC 3527) or the client with subnet selection (option
+	// 118, RFC 3011) is served from that subnet; the reply still goes to
+	// the relay.
+	foreign := netip.MustParseAddrPort("192.0.2.1:67")
+	for i, sel := range []func(*dhcpv4.DHCPv4){
+		func(p *dhcpv4.DHCPv4) { p.Options[82] = append([]byte{1, 2, 'p', '1', 5, 4}, relay.AsSlice()...) },
+		func(p *dhcpv4.DHCPv4) { delete(p.Options, 82); p.Options[118] = relay.AsSlice() },
+	} {
+		d := discover(macOf(6+i), xidOf(6+i))
+		d.GatewayIPAddr = wire.IP(foreign.Addr())
+		sel(d)
+		offer, to, err := r.send(0, d, foreign, r.nodes[0].addr)
+		if offer == nil {
+			t.Fatalf("selection %d: %v", i, err)
+		}
+		if !testSubnet.Contains(wire.Addr(offer.YourIPAddr)) || to != foreign {
+			t.Errorf("selection %d: offered %s to %s, want an address of %s to %s", i, offer.YourIPAddr, to, testSubnet, foreign)
+		}
+	}
+	// Link selection wins over giaddr: a relay in our subnet naming another
+	// link is not served from ours.
+	d = discover(macOf(8), xidOf(8))
+	d.GatewayIPAddr = wire.IP(relay)
+	d.Options[82] = []byte{5, 4, 198, 51, 100, 1}
+	if out, _, err := r.send(0, d, netip.AddrPortFrom(relay, 67), r.nodes[0].addr); out != nil || wire.DropReason(err) != wire.ReasonOtherSubnet {
+		t.Fatalf("link selection of a foreign link: %v %v", out, err)
+	}
+	// A truncated option 82 is no selection: giaddr decides.
+	d.Options[82] = []byte{5, 4, 198, 51}
+	if out, _, err := r.send(0, d, netip.AddrPortFrom(relay, 67), r.nodes[0].addr); out == nil {
+		t.Fatalf("truncated option 82: %v", err)
+	}
 }

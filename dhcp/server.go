@@ -316,9 +316,13 @@ func (s *server) process(ctx context.Context, pk packet) (r reply, err error) {
 		return r, wire.Dropf(wire.ReasonRateLimited)
 	}
 	giaddr := wire.Addr(p.GatewayIPAddr)
-	nw := s.pick(pk.ifc, giaddr, pk.port)
+	link := giaddr // the address whose subnet the client is on
+	if sel := wire.LinkSelection(p); sel.IsValid() && pk.port != wire.PXEPort {
+		link = sel
+	}
+	nw := s.pick(pk.ifc, link, pk.port)
 	if nw == nil {
-		if giaddr.IsValid() {
+		if link.IsValid() {
 			return r, wire.Dropf(wire.ReasonOtherSubnet)
 		}
 		return r, wire.Dropf(wire.ReasonNoHandler)
@@ -377,24 +381,25 @@ func (s *server) isLocal(ifc *iface, a netip.Addr) bool {
 	return false
 }
 
-// pick selects the network a request belongs to: the one holding giaddr
-// when relayed, else the interface's own (proxy on 4011).
-func (s *server) pick(ifc *iface, giaddr netip.Addr, port int) *network {
+// pick selects the network a request belongs to: the one holding link
+// (giaddr when relayed, or the subnet or link selection the request
+// carries), else the interface's own (proxy on 4011).
+func (s *server) pick(ifc *iface, link netip.Addr, port int) *network {
 	for _, n := range ifc.networks {
 		switch {
 		case port == wire.PXEPort:
 			if n.Mode == store.DHCPProxy {
 				return n
 			}
-		case giaddr.IsValid():
-			if n.Subnet.Contains(giaddr) {
+		case link.IsValid():
+			if n.Subnet.Contains(link) {
 				return n
 			}
 		case n.Addr.IsValid() && n.Subnet.Contains(n.Addr):
 			return n
 		}
 	}
-	if !giaddr.IsValid() && port != wire.PXEPort && len(ifc.networks) > 0 {
+	if !link.IsValid() && port != wire.PXEPort && len(ifc.networks) > 0 {
 		return ifc.networks[0]
 	}
 	return nil

@@ -211,3 +211,29 @@ func Hostname(p *dhcpv4.DHCPv4) string {
 	}
 	return string(v)
 }
+
+// LinkSelection is the address that names the client's subnet when a relay
+// or the client says so apart from giaddr: option 118 (RFC 3011, subnet
+// selection), else option 82's link-selection suboption 5 (RFC 3527, a
+// relay whose giaddr is on another network than the client's). It is
+// invalid when neither is there or either is malformed.
+func LinkSelection(p *dhcpv4.DHCPv4) netip.Addr {
+	if a := OptAddr(p, 118); a.IsValid() && !a.IsUnspecified() {
+		return a
+	}
+	rai := p.Options[82]
+	for len(rai) >= 2 {
+		code, n := rai[0], int(rai[1])
+		if len(rai) < 2+n {
+			return netip.Addr{}
+		}
+		if code == 5 && n == 4 {
+			if a := netip.AddrFrom4([4]byte(rai[2:6])); !a.IsUnspecified() {
+				return a
+			}
+			return netip.Addr{}
+		}
+		rai = rai[2+n:]
+	}
+	return netip.Addr{}
+}
