@@ -46,6 +46,7 @@ func (n *node) start(l *lab, bin string, idle bool, extra ...string) error {
 	} else {
 		n.cmd = exec.Command("ip", args...)
 	}
+	n.cmd = pinned(n.cmd)
 	if *cpuprof != "" && n.name == "n1" {
 		// the serving node's profile, beside the bench's own
 		n.cmd.Env = append(os.Environ(), "ROLLCALL_CPUPROFILE="+*cpuprof+".n1", "ROLLCALL_TRACE="+*cpuprof+".n1.trace")
@@ -162,6 +163,10 @@ func processes(l *lab, followersIdle bool) (stop func(), err error) {
 		}
 	}
 	n1 := nodes[0]
+	l.pids = nil
+	for _, n := range nodes {
+		l.pids = append(l.pids, n.cmd.Process.Pid)
+	}
 	for _, args := range [][]string{
 		{"fabric", "add", "bench"},
 		{"vlan", "add", "-dhcp", "-node", "n1", "-iface", "srv0", "bench", "0"},

@@ -1,14 +1,22 @@
 // Command dhcp benchmarks Rollcall's DHCP server against Kea, side by side
-// in one run and one topology: two network namespaces joined by a veth,
-// perfdhcp (Debian kea-admin) in one, the server in the other. perfdhcp
-// acts as a relay with 60,000 simulated clients; the offered rate is
-// stepped up until more than 1% of exchanges fail (each step is the median,
-// by drops, of -repeat runs), and the highest rate sustained below that is
-// reported for both servers, plain and with PXE
-// options (-o 60 PXEClient…, -o 93 x86-64 UEFI). Rollcall's leases are
-// replicated to three stores (package replica), Kea uses memfile.
+// in one run: each server in a topology of its own (two network namespaces
+// joined by a veth, perfdhcp in one, the server in the other), all alike.
+// perfdhcp acts as a relay with 60,000 simulated clients; the offered rate
+// is stepped up, each step run -repeat times per server with the servers
+// taking turns (so a slow minute on a shared machine hits both), and the
+// highest rate whose median run stays under 1% failed exchanges is
+// reported for each, plain and with PXE options (-o 60 PXEClient…, -o 93
+// x86-64 UEFI).
 //
-// Run as root: go run ./lab/bench/dhcp [-clients 60000] [-period 6s].
+// Rollcall runs as three real `rollcall serve` processes joined by Raft
+// (-rollcall processes, the default): n1 serves DHCP and every lease it
+// grants is committed through Raft and applied on all three; n2 and n3
+// stand for other machines and run in the SCHED_IDLE class. The servers
+// (Kea, and Rollcall's nodes) are confined to -server-cpus (CPU 1), the
+// load generator is not. -rollcall harness runs the DHCP server in this
+// process with -stores stores fed one log (package replica) instead.
+//
+// Run as root from the repository root: go run ./lab/bench/dhcp [-clients 60000] [-period 6s].
 package main
 
 import (
@@ -45,7 +53,7 @@ import (
 var (
 	clients      = flag.Int("clients", 60000, "simulated clients (perfdhcp -R)")
 	period       = flag.Duration("period", 6*time.Second, "length of each rate step")
-	rates        = flag.String("rates", "1000,1500,2000,2500,3000,3500,4000,4500,5000,6000,7000,8000,9000,10000,12000,14000,16000", "offered rates to step through")
+	rates        = flag.String("rates", "4000,6000,8000,9000,10000,11000,12000,13000,14000,16000,18000,20000", "offered rates to step through")
 	maxDrop      = flag.Float64("max-drop", 1.0, "drop percentage that ends the stepping")
 	repeat       = flag.Int("repeat", 3, "perfdhcp runs per step; the step counts as their median by drops (a single 6 s run swings by ±1,000/s on two CPUs)")
 	only         = flag.String("only", "", "run only this server (rollcall or kea)")
@@ -57,6 +65,7 @@ var (
 	housekeeping = flag.Duration("housekeeping", 0, "the leader's lease-expiry round (0: the server's default)")
 	stores       = flag.Int("stores", 3, "with -rollcall harness: replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
 	setups       = flag.String("rollcall", "processes", "how Rollcall runs, comma-separated: processes (three `rollcall serve` nodes joined by Raft, DHCP on n1) and/or harness (the DHCP server in this process, leases applied to -stores stores in it, package replica)")
+	serverCPUs   = flag.String("server-cpus", "1", "CPU list the server processes are confined to (taskset -c), perfdhcp left free: on a small machine a load generator that shares every CPU with a multi-threaded server measures their contention more than the server; empty: no pinning. Applies to Kea and to Rollcall's processes alike (not to -rollcall harness, which runs in this process)")
 	idle         = flag.Bool("followers-idle", true, "with -rollcall processes: run n2 and n3 in the SCHED_IDLE class, standing for other machines")
 )
 
@@ -92,6 +101,49 @@ func main() {
 type lab struct {
 	srv, perf string
 	dir       string
+	// pids are the server's processes while it runs, the one that serves
+	// first (for Rollcall's harness, this process).
+	pids []int
+}
+
+// pinned confines cmd to -server-cpus (taskset keeps the affinity across
+// the execs that follow: ip netns exec, chrt).
+func pinned(cmd *exec.Cmd) *exec.Cmd {
+	if *serverCPUs == "" {
+		return cmd
+	}
+	c := exec.Command("taskset", append([]string{"-c", *serverCPUs}, cmd.Args...)...)
+	c.Env = cmd.Env
+	return c
+}
+
+// cpuSeconds is the CPU time (user + system) a process has used, from
+// /proc/PID/stat; 0 when it is gone.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// cpu returns the CPU seconds of the serving process and of the others.
+func (l *lab) cpu() (serving, others float64) {
+	for k, pid := range l.pids {
+		if k == 0 {
+			serving = cpuSeconds(pid)
+		} else {
+			others += cpuSeconds(pid)
+		}
+	}
+	return serving, others
 }
 
 func sh(args ...string) error {
@@ -228,35 +280,66 @@ func rcvbufErrors(ns string) int {
 	return 0
 }
 
-// ladder steps the rate until drops pass the limit; it returns the best
-// step under the limit.
-func ladder(ctx context.Context, name string, l *lab, extra []string) (step, error) {
-	var best step
+// contender is one server under test, in a topology of its own (its own
+// server and perfdhcp namespaces, alike for all).
+type contender struct {
+	name  string
+	title string
+	lab   *lab
+	start func(*lab) (func(), error)
+	best  step
+	done  bool // its median passed the drop limit
+}
+
+// ladder steps the rate until every contender's drops pass the limit, and
+// records each one's best step under it. At each rate the contenders take
+// turns, run by run (kea, rollcall, kea, rollcall…), so that a slow minute
+// on a shared machine falls on all of them alike and the ratio compares
+// runs made side by side.
+func ladder(ctx context.Context, cs []*contender, extra []string) error {
 	for _, f := range strings.Split(*rates, ",") {
 		rate, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return best, err
+			return err
 		}
-		var runs []step
+		runs := make([][]step, len(cs))
 		for range max(*repeat, 1) {
-			st, err := perf(ctx, l, rate, extra)
-			if err != nil {
-				return best, err
+			for k, c := range cs {
+				if c.done {
+					continue
+				}
+				s0, o0 := c.lab.cpu()
+				st, err := perf(ctx, c.lab, rate, extra)
+				if err != nil {
+					return err
+				}
+				s1, o1 := c.lab.cpu()
+				fmt.Fprintf(os.Stderr, "  %-18s offered %6d/s  achieved %8.0f/s  drops %5.2f%%  CPU s: server %.2f, others %.2f  (UDP receive-buffer overflows so far: server %d, perfdhcp %d)\n",
+					c.name, st.offered, st.achieved, st.dropPct, s1-s0, o1-o0, rcvbufErrors(c.lab.srv), rcvbufErrors(c.lab.perf))
+				runs[k] = append(runs[k], st)
 			}
-			fmt.Fprintf(os.Stderr, "  %-9s offered %6d/s  achieved %8.0f/s  drops %5.2f%%  (UDP receive-buffer overflows so far: server %d, perfdhcp %d)\n",
-				name, st.offered, st.achieved, st.dropPct, rcvbufErrors(l.srv), rcvbufErrors(l.perf))
-			runs = append(runs, st)
 		}
-		slices.SortFunc(runs, func(a, b step) int { return cmp.Compare(a.dropPct, b.dropPct) })
-		st := runs[len(runs)/2]
-		if st.dropPct > *maxDrop {
-			break
+		alive := false
+		for k, c := range cs {
+			if c.done {
+				continue
+			}
+			slices.SortFunc(runs[k], func(a, b step) int { return cmp.Compare(a.dropPct, b.dropPct) })
+			st := runs[k][len(runs[k])/2]
+			if st.dropPct > *maxDrop {
+				c.done = true
+				continue
+			}
+			alive = true
+			if st.achieved > c.best.achieved {
+				c.best = st
+			}
 		}
-		if st.achieved > best.achieved {
-			best = st
+		if !alive {
+			return nil
 		}
 	}
-	return best, nil
+	return nil
 }
 
 // inNS runs f on a thread switched into the namespace; the thread is
@@ -283,6 +366,7 @@ func inNS(name string, f func()) error {
 // rollcall starts our server in the server namespace, its leases
 // replicated to three stores; stop stops it.
 func rollcall(l *lab) (stop func(), err error) {
+	l.pids = []int{os.Getpid()}
 	dir := filepath.Join(l.dir, "rollcall-"+suffix())
 	c, err := replica.New(dir, *stores, nil)
 	if err != nil {
@@ -388,7 +472,7 @@ func kea(l *lab) (stop func(), err error) {
 	if err := os.WriteFile(conf, []byte(strings.ReplaceAll(keaConf, "DIR", dir)), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("ip", "netns", "exec", l.srv, "kea-dhcp4", "-c", conf)
+	cmd := pinned(exec.Command("ip", "netns", "exec", l.srv, "kea-dhcp4", "-c", conf))
 	cmd.Env = append(os.Environ(), "KEA_PIDFILE_DIR="+dir, "KEA_LOCKFILE_DIR="+dir)
 	out, err := os.Create(filepath.Join(dir, "stdout"))
 	if err != nil {
@@ -398,6 +482,7 @@ func kea(l *lab) (stop func(), err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	l.pids = []int{cmd.Process.Pid}
 	time.Sleep(1500 * time.Millisecond)
 	if cmd.ProcessState != nil {
 		b, _ := os.ReadFile(filepath.Join(dir, "stdout"))
@@ -411,11 +496,6 @@ func kea(l *lab) (stop func(), err error) {
 }
 
 func run(ctx context.Context) error {
-	l, cleanup, err := setup()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	var modes []string
 	for _, m := range strings.Split(*setups, ",") {
 		switch m = strings.TrimSpace(m); m {
@@ -428,19 +508,33 @@ func run(ctx context.Context) error {
 	if *only == "kea" {
 		modes = nil
 	}
-	title := map[string]string{
-		"processes": "Rollcall, 3 nodes (processes, Raft)",
-		"harness":   fmt.Sprintf("Rollcall, %d stores in one process", *stores),
+	var cs []*contender
+	if *only != "rollcall" {
+		cs = append(cs, &contender{name: "kea", title: "Kea 2.2 memfile", start: kea})
 	}
-	start := map[string]func() (func(), error){
-		"processes": func() (func(), error) { return processes(l, *idle) },
-		"harness":   func() (func(), error) { return rollcall(l) },
+	for _, m := range modes {
+		c := &contender{name: "rollcall/" + m}
+		switch m {
+		case "processes":
+			c.title = "Rollcall, 3 nodes (processes, Raft)"
+			c.start = func(l *lab) (func(), error) { return processes(l, *idle) }
+		case "harness":
+			c.title = fmt.Sprintf("Rollcall, %d stores in one process", *stores)
+			c.start = rollcall
+		}
+		cs = append(cs, c)
+	}
+	for _, c := range cs {
+		l, cleanup, err := setup()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		c.lab = l
 	}
 	type row struct {
 		variant string
-		kea     step
-		kOK     bool
-		rc      []step
+		best    []step
 	}
 	var rows []row
 	for _, v := range []struct {
@@ -450,51 +544,63 @@ func run(ctx context.Context) error {
 		if *variant != "" && !strings.HasPrefix(strings.ToLower(v.name), *variant) {
 			continue
 		}
-		r := row{variant: v.name}
 		fmt.Fprintf(os.Stderr, "%s, %d clients, %s per step:\n", v.name, *clients, *period)
-		if *only != "rollcall" {
-			stop, err := kea(l)
-			if err != nil {
-				return err
+		var stops []func()
+		stopAll := func() {
+			for _, stop := range stops {
+				stop()
 			}
-			r.kea, err = ladder(ctx, "kea", l, v.extra)
-			stop()
-			if err != nil {
-				return err
-			}
-			r.kOK = true
 		}
-		for _, m := range modes {
-			stop, err := start[m]()
+		for _, c := range cs {
+			c.best, c.done = step{}, false
+			stop, err := c.start(c.lab)
 			if err != nil {
-				return err
+				stopAll()
+				return fmt.Errorf("%s: %w", c.name, err)
 			}
-			st, err := ladder(ctx, "rollcall/"+m, l, v.extra)
-			stop()
-			if err != nil {
-				return err
-			}
-			r.rc = append(r.rc, st)
+			stops = append(stops, stop)
+		}
+		err := ladder(ctx, cs, v.extra)
+		stopAll()
+		if err != nil {
+			return err
+		}
+		r := row{variant: v.name}
+		for _, c := range cs {
+			r.best = append(r.best, c.best)
 		}
 		rows = append(rows, r)
 	}
-	fmt.Printf("\nDHCPv4 4-way exchanges/s sustained with <= %.0f%% drops, %d simulated clients (perfdhcp as relay), %d CPUs", *maxDrop, *clients, runtime.NumCPU())
+	fmt.Printf("\nDHCPv4 4-way exchanges/s sustained with <= %.0f%% drops, %d simulated clients (perfdhcp as relay), %d CPUs, servers measured in turns at each rate", *maxDrop, *clients, runtime.NumCPU())
 	if slices.Contains(modes, "processes") && *idle {
 		fmt.Printf("; nodes n2 and n3 in the SCHED_IDLE class (other machines)")
 	}
-	fmt.Printf("\n| variant | Kea 2.2 memfile |")
-	for _, m := range modes {
-		fmt.Printf(" %s | ratio |", title[m])
+	fmt.Printf("\n| variant |")
+	for k, c := range cs {
+		fmt.Printf(" %s |", c.title)
+		if k > 0 && cs[0].name == "kea" {
+			fmt.Printf(" ratio |")
+		}
 	}
-	fmt.Printf("\n|---|---|%s\n", strings.Repeat("---|---|", len(modes)))
+	fmt.Printf("\n|---|")
+	for k, c := range cs {
+		fmt.Printf("---|")
+		if k > 0 && c != nil && cs[0].name == "kea" {
+			fmt.Printf("---|")
+		}
+	}
+	fmt.Println()
 	for _, r := range rows {
-		fmt.Printf("| %s | %.0f (offered %d, %.2f%% drops) |", r.variant, r.kea.achieved, r.kea.offered, r.kea.dropPct)
-		for _, st := range r.rc {
-			ratio := "-"
-			if r.kOK && r.kea.achieved > 0 {
-				ratio = fmt.Sprintf("%.2f", st.achieved/r.kea.achieved)
+		fmt.Printf("| %s |", r.variant)
+		for k, st := range r.best {
+			fmt.Printf(" %.0f (offered %d, %.2f%% drops) |", st.achieved, st.offered, st.dropPct)
+			if k > 0 && cs[0].name == "kea" {
+				ratio := "-"
+				if r.best[0].achieved > 0 {
+					ratio = fmt.Sprintf("%.2f", st.achieved/r.best[0].achieved)
+				}
+				fmt.Printf(" %s |", ratio)
 			}
-			fmt.Printf(" %.0f (offered %d, %.2f%% drops) | %s |", st.achieved, st.offered, st.dropPct, ratio)
 		}
 		fmt.Println()
 	}
