@@ -1,6 +1,7 @@
 package dhcp
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -227,4 +228,53 @@ func TestRelayedRequest(t *testing.T) {
 	if out, _, err := r.send(0, d, netip.AddrPortFrom(relay, 67), r.nodes[0].addr); out == nil {
 		t.Fatalf("truncated option 82: %v", err)
 	}
+}
+
+// Replies go where RFC 2131 §4.1 says: to a client without an address that
+// did not ask for broadcast, unicast to its new address and MAC; with the
+// broadcast flag, broadcast; relayed, to the relay; NAKs broadcast.
+func TestReplyDestinations(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.ready(0)
+	n := r.nodes[0]
+	feed := func(p *dhcpv4.DHCPv4, src netip.AddrPort) reply {
+		t.Helper()
+		rep, err := n.srv.process(context.Background(), packet{ifc: n.srv.order[0], port: wire.ServerPort, src: src, dst: broadcastAddr, data: p.ToBytes()})
+		if rep.data == nil {
+			t.Fatalf("no reply: %v", err)
+		}
+		return rep
+	}
+	d := discover(macOf(20), xidOf(20))
+	rep := feed(d, clientSrc)
+	offer, _ := dhcpv4.FromBytes(rep.data)
+	if want := netip.AddrPortFrom(wire.Addr(offer.YourIPAddr), wire.ClientPort); rep.to != want || rep.hw.String() != macOf(20).String() {
+		t.Errorf("offer without the broadcast flag went to %s (MAC %s), want %s at %s", rep.to, rep.hw, want, macOf(20))
+	}
+	d = discover(macOf(21), xidOf(21))
+	d.SetBroadcast()
+	if rep := feed(d, clientSrc); rep.to.Addr() != broadcastAddr || rep.hw != nil {
+		t.Errorf("offer with the broadcast flag went to %s (MAC %v), want broadcast", rep.to, rep.hw)
+	}
+	relay := netip.MustParseAddr("10.213.0.254")
+	d = discover(macOf(22), xidOf(22))
+	d.GatewayIPAddr = wire.IP(relay)
+	if rep := feed(d, netip.AddrPortFrom(relay, 67)); rep.to != netip.AddrPortFrom(relay, wire.ServerPort) || rep.hw != nil {
+		t.Errorf("relayed offer went to %s (MAC %v), want the relay", rep.to, rep.hw)
+	}
+	req := discover(macOf(23), xidOf(23))
+	req.Options[53] = []byte{byte(dhcpv4.MessageTypeRequest)}
+	req.Options[50] = netip.MustParseAddr("192.0.2.9").AsSlice()
+	if rep := feed(req, clientSrc); wire.MessageType(mustParse(t, rep.data)) != dhcpv4.MessageTypeNak || rep.to.Addr() != broadcastAddr || rep.hw != nil {
+		t.Errorf("NAK went to %s (MAC %v), want broadcast", rep.to, rep.hw)
+	}
+}
+
+func mustParse(t *testing.T, b []byte) *dhcpv4.DHCPv4 {
+	t.Helper()
+	p, err := dhcpv4.FromBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

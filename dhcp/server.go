@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -277,6 +278,7 @@ type reply struct {
 	to    netip.AddrPort
 	local netip.Addr
 	typ   dhcpv4.MessageType
+	hw    net.HardwareAddr // unicast to a client without an address: its MAC, for the ARP table
 }
 
 var broadcastAddr = netip.AddrFrom4([4]byte{255, 255, 255, 255})
@@ -345,7 +347,24 @@ func (s *server) process(ctx context.Context, pk packet) (r reply, err error) {
 	}
 	out := resp.ToBytes()
 	r = reply{data: out, local: local, typ: wire.MessageType(resp), to: route(pk, p, resp)}
+	if r.to.Addr() == broadcastAddr && unicastable(pk, p, resp, nw) {
+		r.to = netip.AddrPortFrom(wire.Addr(resp.YourIPAddr), wire.ClientPort)
+		r.hw = p.ClientHWAddr
+	}
 	return r, err
+}
+
+// unicastable says whether a reply that route sends as broadcast can go
+// to the client's MAC and new address instead (RFC 2131 §4.1: broadcast
+// flag clear, no ciaddr, not relayed): an OFFER or ACK with an address in
+// the subnet of this link, which this node has an address in.
+func unicastable(pk packet, req, resp *dhcpv4.DHCPv4, nw *network) bool {
+	t := wire.MessageType(resp)
+	yi := wire.Addr(resp.YourIPAddr)
+	return pk.port == wire.ServerPort && !req.IsBroadcast() &&
+		!wire.Addr(req.GatewayIPAddr).IsValid() && !wire.Addr(req.ClientIPAddr).IsValid() &&
+		(t == dhcpv4.MessageTypeOffer || t == dhcpv4.MessageTypeAck) &&
+		yi.IsValid() && nw.Subnet.Contains(yi) && nw.Addr.IsValid() && nw.Subnet.Contains(nw.Addr)
 }
 
 // route picks a reply's destination (RFC 2131 §4.1, and PXE's port 4011).
@@ -360,9 +379,9 @@ func route(pk packet, req, resp *dhcpv4.DHCPv4) netip.AddrPort {
 	case wire.Addr(req.ClientIPAddr).IsValid():
 		return netip.AddrPortFrom(wire.Addr(req.ClientIPAddr), wire.ClientPort)
 	default:
-		// Broadcast flag set or not: a client without an address cannot
-		// take a unicast without a raw frame to its MAC, and broadcast
-		// always reaches it.
+		// A client without an address: broadcast always reaches it; when
+		// it did not ask for broadcast, process makes this a unicast to
+		// its MAC where it can (unicastable).
 		return netip.AddrPortFrom(broadcastAddr, wire.ClientPort)
 	}
 }

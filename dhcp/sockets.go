@@ -119,6 +119,14 @@ func (s *server) serve(ctx context.Context, c *conn) {
 		if r.data == nil {
 			continue
 		}
+		if r.hw != nil {
+			// Unicast to a client without an address needs its MAC in
+			// the ARP table; without that, broadcast reaches it too.
+			if err := setNeighbor(c.sock.fd, c.ifc.name, r.to.Addr(), r.hw); err != nil {
+				s.log.Debug("dhcp: unicast reply falls back to broadcast", "err", err)
+				r.to = netip.AddrPortFrom(broadcastAddr, wire.ClientPort)
+			}
+		}
 		if err := c.sock.write(r.data, r.to, c.ifc.index, r.local, oob); err != nil {
 			s.m.drops.WithLabelValues(wire.ReasonSendFailed).Inc()
 			s.log.Debug("dhcp: send", "to", r.to, "err", err)
@@ -232,3 +240,39 @@ func (s *udpSocket) wake() {
 }
 
 func (s *udpSocket) Close() error { return unix.Close(s.fd) }
+
+// atfCom is ATF_COM of <net/if_arp.h>: the entry is complete (has a MAC).
+const atfCom = 0x02
+
+// arpReq is struct arpreq of <net/if_arp.h>, for SIOCSARP.
+type arpReq struct {
+	pa    unix.RawSockaddrInet4
+	ha    unix.RawSockaddr
+	flags int32
+	mask  unix.RawSockaddrInet4
+	dev   [unix.IFNAMSIZ]byte
+}
+
+// setNeighbor puts ip → mac in the kernel's ARP table for ifname (a
+// complete, dynamic entry that ages out as any other), so that a reply to
+// a client that has no address yet and did not ask for broadcast can be
+// sent to it as unicast (RFC 2131 §4.1), as dnsmasq does: the kernel could
+// not resolve the address by ARP, the client cannot answer for it yet.
+func setNeighbor(fd int, ifname string, ip netip.Addr, mac net.HardwareAddr) error {
+	if !ip.Is4() || len(mac) != 6 || len(ifname) >= unix.IFNAMSIZ {
+		return fmt.Errorf("dhcp: no ARP entry for %s at %s on %q", ip, mac, ifname)
+	}
+	var r arpReq
+	r.pa.Family = unix.AF_INET
+	r.pa.Addr = ip.As4()
+	r.ha.Family = unix.ARPHRD_ETHER
+	for i, b := range mac {
+		r.ha.Data[i] = int8(b)
+	}
+	r.flags = atfCom
+	copy(r.dev[:], ifname)
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCSARP, uintptr(unsafe.Pointer(&r))); errno != 0 {
+		return fmt.Errorf("dhcp: ARP entry for %s at %s on %s: %w", ip, mac, ifname, errno)
+	}
+	return nil
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"syscall"
+	"testing"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -35,4 +38,37 @@ func listenClient(ifname string, port int) (*ipv4.PacketConn, error) {
 		return nil, fmt.Errorf("listen on %s port %d: %w", ifname, port, err)
 	}
 	return ipv4.NewPacketConn(c), nil
+}
+
+// setNeighbor puts a complete ARP entry for an address nobody answers for
+// yet, on the named interface; a bad interface is an error, not a crash.
+func TestSetNeighbor(t *testing.T) {
+	need(t)
+	a, b := newNS(t, "arpa"), newNS(t, "arpb")
+	veth(t, a, "x0", "10.213.9.1/24", b, "y0", "")
+	mac := net.HardwareAddr{0x02, 0x13, 0x00, 0x00, 0x09, 0x32}
+	done := make(chan error, 1)
+	inNS(t, a, func() {
+		s, err := listen("x0", 6767)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer s.Close()
+		if err := setNeighbor(s.fd, "x0", netip.MustParseAddr("10.213.9.50"), mac); err != nil {
+			done <- err
+			return
+		}
+		if err := setNeighbor(s.fd, "no-such-if", netip.MustParseAddr("10.213.9.51"), mac); err == nil {
+			done <- fmt.Errorf("an ARP entry on a missing interface was accepted")
+			return
+		}
+		done <- nil
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if out := a.ip(t, "neigh", "show", "10.213.9.50", "dev", "x0"); !strings.Contains(out, "lladdr "+mac.String()) {
+		t.Fatalf("no ARP entry for 10.213.9.50 at %s: %q", mac, out)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +24,13 @@ type node struct {
 	log              *bytes.Buffer
 	done             chan error
 }
+
+// The binary is built once per bench run, from the tree as it was then.
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
 
 // buildRollcall builds the appliance binary the way `make build` does.
 func buildRollcall(dir string) (string, error) {
@@ -131,7 +139,8 @@ func processes(l *lab, followersIdle bool) (stop func(), err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	bin, err := buildRollcall(dir)
+	binOnce.Do(func() { binPath, binErr = buildRollcall(filepath.Dir(l.dir)) })
+	bin, err := binPath, binErr
 	if err != nil {
 		return nil, err
 	}
