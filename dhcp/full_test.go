@@ -29,8 +29,8 @@ func TestFullLifecycle(t *testing.T) {
 	if !netip.MustParsePrefix("10.213.1.0/24").Contains(ip) {
 		t.Fatalf("offered %s, outside the dynamic range", ip)
 	}
-	if to != netip.MustParseAddrPort("255.255.255.255:68") {
-		t.Errorf("offer sent to %s, want broadcast", to)
+	if to != netip.AddrPortFrom(ip, 68) {
+		t.Errorf("offer sent to %s, want unicast to %s:68 (no broadcast flag; TestReplyDestinations has the rest)", to, ip)
 	}
 	checks := map[string]bool{
 		"server id":  wire.Addr(offer.ServerIdentifier()) == r.nodes[0].addr,
