@@ -105,8 +105,9 @@ type Pool struct {
 	// every packet (measured: a fifth of the server's CPU).
 	noBlock time.Time
 	scans   int // claim scans of the store (tests)
-	// taken counts new addresses handed out since demandAt; demand is the
-	// rate of that, rising at once and decaying slowly.
+	// taken counts new addresses asked for since demandAt (handed out, or
+	// refused because the pool was dry); demand is the rate of that,
+	// rising at once and decaying slowly.
 	taken    int
 	demand   float64
 	demandAt time.Time
@@ -135,7 +136,7 @@ func (p *Pool) updateDemandLocked(now time.Time) {
 		p.taken = 0
 		return
 	}
-	if el < 0.2 {
+	if el < 0.1 {
 		return
 	}
 	rate := float64(p.taken) / el
@@ -299,6 +300,7 @@ func (p *Pool) Offer(mac, clientID string, requested netip.Addr) (netip.Addr, ti
 		}
 	}
 	if blk == nil {
+		p.taken++ // demand all the same: a dry pool must learn how dry
 		return netip.Addr{}, 0, false
 	}
 	p.nfree--
@@ -721,14 +723,14 @@ func (p *Pool) claim(ctx context.Context, now time.Time) {
 	})
 	// Claim what the deficit needs in parallel: Raft commits concurrent
 	// proposals together, so a burst of clients costs few rounds.
-	for tried := 0; tried < len(cands) && tried < 64 && ctx.Err() == nil; {
+	for tried := 0; tried < len(cands) && tried < 128 && ctx.Err() == nil; {
 		p.mu.Lock()
 		deficit := p.lowWater() - p.nfree
 		p.mu.Unlock()
 		if deficit <= 0 {
 			return
 		}
-		n := min((deficit+p.cfg.BlockSize-1)/p.cfg.BlockSize, 16, len(cands)-tried)
+		n := min((deficit+p.cfg.BlockSize-1)/p.cfg.BlockSize, 32, len(cands)-tried)
 		batch := cands[tried : tried+n]
 		tried += n
 		errs := make([]error, n)

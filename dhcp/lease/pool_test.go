@@ -92,3 +92,44 @@ func TestPoolKeepsAheadOfDemand(t *testing.T) {
 		t.Errorf("after 120 new clients in a second: %d free, want at least two seconds of that (240)", free)
 	}
 }
+
+// Requests a dry pool had to refuse count as demand too: a pool that only
+// counted what it handed out would never learn how short it fell.
+func TestDryPoolLearnsDemand(t *testing.T) {
+	ctx := context.Background()
+	c, err := replica.New(t.TempDir(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	subnet := netip.MustParsePrefix("10.79.0.0/20")
+	if err := c.Network(ctx,
+		store.VLAN{Fabric: "f", DHCP: store.DHCPFull, MTU: 1500, Servers: []store.VLANServer{{Node: "n1", Iface: "eth0"}}},
+		store.Subnet{CIDR: subnet, Fabric: "f", Purpose: "provisioning"},
+		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.79.0.1"), Last: netip.MustParseAddr("10.79.15.254")},
+	); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	p := lease.NewPool(lease.PoolConfig{
+		Node: "n1", Subnet: subnet, DB: c.DB(0), Rep: c.Node(0),
+		BlockSize: 64, LowWater: 64, Now: func() time.Time { return now },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	p.SetReady()
+	p.Maintain(ctx)
+	refused := 0
+	for i := range 300 {
+		if _, _, ok := p.Offer(fmt.Sprintf("52:54:00:01:%02x:%02x", i/256, i%256), "", netip.Addr{}); !ok {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the pool never ran dry; the test needs it to")
+	}
+	now = now.Add(time.Second)
+	p.Maintain(ctx)
+	if _, free := p.Snapshot(); free < 600 {
+		t.Errorf("after 300 requests in a second (%d refused): %d free, want two seconds of them (600)", refused, free)
+	}
+}
