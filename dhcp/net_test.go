@@ -31,18 +31,26 @@ func newFullLab(t *testing.T, cliAddr string, tweak func(*Config)) *fullLab {
 	t.Helper()
 	l := &fullLab{srv: newNS(t, "srv"), cli: newNS(t, "cli"), dir: t.TempDir()}
 	veth(t, l.srv, "srv0", "10.213.1.1/24", l.cli, "cli0", cliAddr)
+	l.c = serveFull(t, l.srv, "srv0", netip.MustParsePrefix("10.213.1.0/24"), tweak)
+	return l
+}
+
+// serveFull serves subnet (gateway and DNS .1, leases from .100–.199) in
+// full mode on iface inside ns, the network model in a replicated store,
+// and waits for the first lease block.
+func serveFull(t *testing.T, ns *testNS, iface string, subnet netip.Prefix, tweak func(*Config)) *replica.Cluster {
+	t.Helper()
 	c, err := replica.New(t.TempDir(), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	l.c = c
-	subnet := netip.MustParsePrefix("10.213.1.0/24")
+	host := func(n byte) netip.Addr { a := subnet.Addr().As4(); a[3] = n; return netip.AddrFrom4(a) }
 	err = c.Network(context.Background(),
-		store.VLAN{Fabric: "lab", VID: 0, MTU: 1500, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "n1", Iface: "srv0"}}},
-		store.Subnet{CIDR: subnet, Fabric: "lab", Purpose: "provisioning", Gateway: netip.MustParseAddr("10.213.1.1"),
-			DNS: []netip.Addr{netip.MustParseAddr("10.213.1.1")}, Domain: "lab.example"},
-		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.213.1.100"), Last: netip.MustParseAddr("10.213.1.199")})
+		store.VLAN{Fabric: "lab", VID: 0, MTU: 1500, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "n1", Iface: iface}}},
+		store.Subnet{CIDR: subnet, Fabric: "lab", Purpose: "provisioning", Gateway: host(1),
+			DNS: []netip.Addr{host(1)}, Domain: "lab.example"},
+		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: host(100), Last: host(199)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +58,7 @@ func newFullLab(t *testing.T, cliAddr string, tweak func(*Config)) *fullLab {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	serveIn(t, l.srv, cfg, testLog(t))
+	serveIn(t, ns, cfg, testLog(t))
 	eventually(t, 10*time.Second, "a lease block claimed", func() bool {
 		n := 0
 		_ = c.DB(0).View(func(tx *store.Tx) error {
@@ -61,7 +69,7 @@ func newFullLab(t *testing.T, cliAddr string, tweak func(*Config)) *fullLab {
 		return n > 0
 	})
 	time.Sleep(100 * time.Millisecond) // the pool loads the block after the claim returns
-	return l
+	return c
 }
 
 func (l *fullLab) lease(mac string) (store.Lease, bool) {
