@@ -135,11 +135,44 @@ func interfaceIn(p netip.Prefix, ifaces func() ([]net.Interface, error)) string 
 	return ""
 }
 
+// dhcpAddrCheck is how often the DHCP service compares the addresses of
+// the interfaces it serves with those it started with.
+var dhcpAddrCheck = 10 * time.Second
+
+// interfaceAddrs lists the IPv4 addresses of the interfaces nets use, one
+// string to compare.
+func interfaceAddrs(nets []dhcp.Network) string {
+	var b strings.Builder
+	for _, nw := range nets {
+		ifc, err := net.InterfaceByName(nw.Iface)
+		if err != nil {
+			fmt.Fprintf(&b, "%s:missing;", nw.Iface)
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		fmt.Fprintf(&b, "%s:", nw.Iface)
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				fmt.Fprintf(&b, "%s,", ipn)
+			}
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
 // runDHCP keeps the DHCP service in step with the network model: it starts
-// it for the networks this node serves and restarts it when they change.
+// it for the networks this node serves and restarts it when they change,
+// or when the addresses of its interfaces change (the service answers
+// from them; checked every dhcpAddrCheck).
 func (n *Node) runDHCP(ctx context.Context) {
 	var cancel context.CancelFunc
 	var running []dhcp.Network
+	var runningAddrs string
+	var lastProblems []string
+	handoff := &dhcp.Handoff{} // blocks pass from one service to the next
+	tick := time.NewTicker(dhcpAddrCheck)
+	defer tick.Stop()
 	done := make(chan struct{})
 	close(done)
 	metrics := dhcp.NewMetrics()
@@ -149,16 +182,23 @@ func (n *Node) runDHCP(ctx context.Context) {
 	for {
 		ch := n.db.WatchTables(store.TableNetwork)
 		nets, problems := n.dhcpNetworks(net.Interfaces)
-		for _, p := range problems {
-			n.log.Warn("dhcp: cannot serve", "reason", p)
+		if !slices.Equal(problems, lastProblems) { // said once, not every check
+			for _, p := range problems {
+				n.log.Warn("dhcp: cannot serve", "reason", p)
+			}
+			lastProblems = problems
 		}
-		if !slices.Equal(nets, running) {
+		addrs := interfaceAddrs(nets)
+		if !slices.Equal(nets, running) || addrs != runningAddrs {
 			if cancel != nil {
+				if slices.Equal(nets, running) {
+					n.log.Info("dhcp: interface addresses changed; restarting", "was", runningAddrs, "now", addrs)
+				}
 				cancel()
 				<-done
 				cancel = nil
 			}
-			running = nets
+			running, runningAddrs = nets, addrs
 			if len(nets) > 0 {
 				var sctx context.Context
 				sctx, cancel = context.WithCancel(ctx)
@@ -169,7 +209,7 @@ func (n *Node) runDHCP(ctx context.Context) {
 				}}
 				cfg := dhcp.Config{
 					Node: n.opts.Name, DB: n.db, Replicator: rep, Housekeeper: rep, IsLeader: n.cluster.IsLeader,
-					Networks: nets, Metrics: metrics,
+					Networks: nets, Metrics: metrics, Handoff: handoff,
 					Boot: dhcp.BootConfig{HTTPPort: httpPort, HTTPPrefix: "/boot/", ScriptPath: "/boot/ipxe"},
 				}
 				go func() {
@@ -189,6 +229,7 @@ func (n *Node) runDHCP(ctx context.Context) {
 			}
 			return
 		case <-ch:
+		case <-tick.C:
 		}
 	}
 }

@@ -63,6 +63,9 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 	run(t, "ip", "-n", ns, "link", "set", cliIf, "up")
 	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
 
+	old := dhcpAddrCheck
+	dhcpAddrCheck = 200 * time.Millisecond
+	t.Cleanup(func() { dhcpAddrCheck = old })
 	n, _, _ := startTestNode(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
@@ -82,20 +85,24 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 	if len(nets) != 1 || nets[0].Iface != srvIf || len(problems) != 0 {
 		t.Fatalf("networks %+v, problems %v", nets, problems)
 	}
-	var out []byte
-	var err error
-	for try := 0; try < 20; try++ { // the service starts on the store change
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		out, err = exec.CommandContext(cctx, "ip", "netns", "exec", ns, "udhcpc", "-i", cliIf, "-n", "-q", "-f", "-t", "5", "-T", "1", "-s", "/bin/true").CombinedOutput()
-		cancel()
-		if err == nil {
-			break
+	// udhcpc -q prints "lease of IP obtained from SERVER"; the service
+	// starts on the store change, so the first tries may find nobody.
+	leaseFrom := func(server string) {
+		t.Helper()
+		var out []byte
+		var err error
+		for try := 0; try < 20; try++ {
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			out, err = exec.CommandContext(cctx, "ip", "netns", "exec", ns, "udhcpc", "-i", cliIf, "-n", "-q", "-f", "-t", "5", "-T", "1", "-s", "/bin/true").CombinedOutput()
+			cancel()
+			if err == nil && strings.Contains(string(out), "obtained from "+server) {
+				return
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
-		time.Sleep(250 * time.Millisecond)
+		t.Fatalf("udhcpc, want a lease from %s: %v\n%s", server, err, out)
 	}
-	if err != nil || !strings.Contains(string(out), "10.213.91.1") {
-		t.Fatalf("udhcpc: %v\n%s", err, out)
-	}
+	leaseFrom("10.213.91.1")
 	var mac string
 	if hw, err := exec.Command("ip", "-n", ns, "-o", "link", "show", cliIf).Output(); err == nil {
 		f := strings.Fields(string(hw))
@@ -110,4 +117,10 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 		n.db.View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
 		return len(leases) == 1 && p.Contains(leases[0].IP) && leases[0].Node == n.Name()
 	})
+
+	// The interface's address moves: the service follows (it answers from
+	// the new address; from the old one its replies could not be sent).
+	run(t, "ip", "addr", "del", "10.213.91.1/24", "dev", srvIf)
+	run(t, "ip", "addr", "add", "10.213.91.2/24", "dev", srvIf)
+	leaseFrom("10.213.91.2")
 }

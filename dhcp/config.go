@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rollcall/rollcall/dhcp/boot"
@@ -79,6 +80,13 @@ type Config struct {
 	RateBurst  int
 	// Workers read each socket concurrently; default 2.
 	Workers int
+
+	// Handoff, shared by the services one process starts one after the
+	// other (the appliance restarts its service when the network model or
+	// an interface address changes), lets a service that stopped cleanly
+	// pass its lease blocks to the next one. Without it every start
+	// quarantines the blocks the node held, as after a crash.
+	Handoff *Handoff
 
 	Metrics *Metrics
 	Now     func() time.Time // default time.Now
@@ -198,4 +206,36 @@ func networksFromStore(db *store.DB, node string) ([]Network, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Handoff passes a node's lease blocks from a DHCP service that stopped
+// cleanly to the next one started in the same process. A stop is clean when
+// every grant it made was replicated after its sockets closed: the store
+// then holds every lease from those blocks, and the next service loads them
+// and leases on, instead of quarantining the blocks for a lease time (on a
+// small range, that left nothing to lease for an hour after a restart).
+type Handoff struct {
+	mu    sync.Mutex
+	clean bool
+}
+
+func (h *Handoff) set(clean bool) {
+	if h != nil {
+		h.mu.Lock()
+		h.clean = clean
+		h.mu.Unlock()
+	}
+}
+
+// take reports whether the last service stopped cleanly, and forgets it:
+// one handoff per stop.
+func (h *Handoff) take() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.clean
+	h.clean = false
+	return c
 }

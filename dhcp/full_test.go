@@ -278,3 +278,39 @@ func mustParse(t *testing.T, b []byte) *dhcpv4.DHCPv4 {
 	}
 	return p
 }
+
+// A service restarted in the same process after a clean stop (the
+// appliance restarts it when the network model or an interface address
+// changes) takes its lease blocks over: bound clients renew, new ones are
+// served from the same block. After a crash the block is quarantined as
+// before (it may hold grants never replicated).
+func TestHandoffAcrossRestart(t *testing.T) {
+	h := &Handoff{}
+	// One block: the range is exactly BlockSize (32) addresses.
+	r := newRig(t, rigOpts{first: "10.213.1.0", last: "10.213.1.31", tweak: func(c *Config) { c.Handoff = h }})
+	r.ready(0)
+	cfg := r.nodes[0].srv.cfg
+	ack, err := r.dora(0, 1)
+	if ack == nil {
+		t.Fatalf("first client: %v", err)
+	}
+	ip := wire.Addr(ack.YourIPAddr)
+
+	r.stop(0, false)
+	r.start(0, cfg)
+	r.ready(0)
+	ren, _, err := r.send(0, renewal(wire.IP(ip), macOf(1), xidOf(100)), netip.AddrPortFrom(ip, 68), r.nodes[0].addr)
+	if ren == nil || ren.MessageType() != dhcpv4.MessageTypeAck || wire.Addr(ren.YourIPAddr) != ip {
+		t.Fatalf("renewal after a clean restart: %v %v", ren, err)
+	}
+	if a, err := r.dora(0, 2); a == nil || wire.Addr(a.YourIPAddr) == ip {
+		t.Fatalf("new client after a clean restart: %v %v", a, err)
+	}
+
+	r.stop(0, true)
+	r.start(0, cfg)
+	eventually(t, 5*time.Second, "the crashed service's block quarantined", func() bool {
+		a, err := r.dora(0, 3)
+		return a == nil && wire.DropReason(err) == wire.ReasonNoAddress
+	})
+}

@@ -165,6 +165,9 @@ func (r *rig) stop(i int, crash bool) {
 	}
 	n.cancel()
 	n.wg.Wait()
+	if !crash {
+		n.srv.handOff() // as Start does once its sockets are closed
+	}
 }
 
 // freeAtLeast waits until node i has k free addresses.

@@ -185,7 +185,11 @@ func (s *server) background(ctx context.Context) *sync.WaitGroup {
 	}
 	if len(pools) > 0 {
 		goRun(func() {
-			s.recover(ctx)
+			if s.cfg.Handoff.take() {
+				s.adopt(ctx, pools)
+			} else {
+				s.recover(ctx)
+			}
 			for _, p := range pools {
 				goRun(func() { p.SetReady(); p.Run(ctx) })
 			}
@@ -196,6 +200,50 @@ func (s *server) background(ctx context.Context) *sync.WaitGroup {
 	}
 	goRun(func() { s.watchSettings(ctx) })
 	return &wg
+}
+
+// handOff, once the sockets are closed (no grant can follow), sends what
+// the batcher holds; if everything went, the next service in this process
+// may take the blocks over (Handoff).
+func (s *server) handOff() {
+	clean := s.batcher != nil
+	if clean {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		clean = s.batcher.Flush(fctx) == nil && s.batcher.Pending() == 0
+		cancel()
+	}
+	s.cfg.Handoff.set(clean)
+}
+
+// adopt takes over the blocks the previous service in this process held
+// (it stopped cleanly: see Handoff): each pool loads its own with their
+// leases; blocks of subnets no longer served go back without quarantine.
+func (s *server) adopt(ctx context.Context, pools []*lease.Pool) {
+	now := s.cfg.Now()
+	kept := map[netip.Addr]bool{}
+	for _, p := range pools {
+		for _, first := range p.Adopt(now) {
+			kept[first] = true
+		}
+	}
+	var rest []netip.Addr
+	_ = s.cfg.DB.View(func(tx *store.Tx) error {
+		blocks, err := tx.LeaseBlocks(netip.Prefix{})
+		for _, b := range blocks {
+			if b.Node == s.cfg.Node && !kept[b.First] {
+				rest = append(rest, b.First)
+			}
+		}
+		return err
+	})
+	if len(rest) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		if err := s.cfg.Replicator.ReleaseBlocks(cctx, rest, now); err != nil {
+			s.log.Warn("lease blocks of subnets no longer served not released; they expire", "blocks", len(rest), "err", err)
+		}
+		cancel()
+	}
+	s.log.Info("took over the lease blocks of the previous DHCP service", "blocks", len(kept), "released", len(rest))
 }
 
 // recover gives up the blocks held before this start, retrying until the

@@ -89,6 +89,7 @@ func (c Config) Start(ctx context.Context, log *slog.Logger) error {
 	wg.Wait()
 	closeAll()
 	bg.Wait()
+	s.handOff()
 	return nil
 }
 

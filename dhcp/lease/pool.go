@@ -776,6 +776,38 @@ func (p *Pool) claim(ctx context.Context, now time.Time) {
 	}
 }
 
+// Adopt loads the blocks of this pool's subnet that the node owns in the
+// store and that are still usable, with their leases, as a pool that
+// claimed them would; it returns their first addresses. Only for blocks
+// whose every grant is in the store (see dhcp.Handoff).
+func (p *Pool) Adopt(now time.Time) []netip.Addr {
+	var spans []span
+	_ = p.cfg.DB.View(func(tx *store.Tx) error {
+		grid := map[netip.Addr]span{}
+		for _, s := range p.grid(tx) {
+			grid[s.first] = s
+		}
+		blocks, err := tx.LeaseBlocks(p.cfg.Subnet)
+		for _, b := range blocks {
+			if s, ok := grid[b.First]; ok && s.last == b.Last && b.Node == p.cfg.Node && now.Before(b.Expires.Add(-p.cfg.Margin)) {
+				spans = append(spans, s)
+			}
+		}
+		return err
+	})
+	var firsts []netip.Addr
+	for _, s := range spans {
+		p.mu.Lock()
+		held := p.blockOf(s.first) != nil
+		p.mu.Unlock()
+		if !held {
+			p.load(s, now)
+		}
+		firsts = append(firsts, s.first)
+	}
+	return firsts
+}
+
 // load adds a block this node just claimed, from the local store: its live
 // leases (given by earlier owners) and declines stay; the rest is free.
 func (p *Pool) load(s span, now time.Time) {
