@@ -135,6 +135,16 @@ func interfaceIn(p netip.Prefix, ifaces func() ([]net.Interface, error)) string 
 	return ""
 }
 
+// dhcpWorkers is how many threads read each DHCP socket: ROLLCALL_DHCP_WORKERS
+// when set (a tuning knob, like GOMAXPROCS), else the service's default.
+func dhcpWorkers() int {
+	v, err := strconv.Atoi(os.Getenv("ROLLCALL_DHCP_WORKERS"))
+	if err != nil || v < 1 {
+		return 0
+	}
+	return v
+}
+
 // dhcpAddrCheck is how often the DHCP service compares the addresses of
 // the interfaces it serves with those it started with.
 var dhcpAddrCheck = 10 * time.Second
@@ -209,7 +219,7 @@ func (n *Node) runDHCP(ctx context.Context) {
 				}}
 				cfg := dhcp.Config{
 					Node: n.opts.Name, DB: n.db, Replicator: rep, Housekeeper: rep, IsLeader: n.cluster.IsLeader,
-					Networks: nets, Metrics: metrics, Handoff: handoff,
+					Networks: nets, Metrics: metrics, Handoff: handoff, Workers: dhcpWorkers(),
 					Boot: dhcp.BootConfig{HTTPPort: httpPort, HTTPPrefix: "/boot/", ScriptPath: "/boot/ipxe"},
 				}
 				go func() {

@@ -3,6 +3,7 @@ package dhcp
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -78,7 +79,8 @@ type Config struct {
 	// (token bucket); default 10/s with bursts of 20.
 	RatePerMAC float64
 	RateBurst  int
-	// Workers read each socket concurrently; default 2.
+	// Workers read each socket concurrently; default 2, or 1 on a
+	// one-CPU machine (or a process confined to one CPU).
 	Workers int
 
 	// Handoff, shared by the services one process starts one after the
@@ -133,7 +135,11 @@ func (c Config) withDefaults() Config {
 		c.RateBurst = 20
 	}
 	if c.Workers <= 0 {
-		c.Workers = 2
+		// No more readers than CPUs: two threads taking turns on one CPU
+		// add each other's time slices to reply latency (lab/bench/dhcp
+		// with the server confined to one CPU: fewer failed exchanges
+		// with one reader).
+		c.Workers = min(2, runtime.NumCPU())
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics()

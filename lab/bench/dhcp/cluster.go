@@ -20,6 +20,7 @@ import (
 // node is one `rollcall serve` process in the server namespace.
 type node struct {
 	name, data, http string
+	env              []string // added to the process's environment
 	cmd              *exec.Cmd
 	log              *bytes.Buffer
 	done             chan error
@@ -55,9 +56,10 @@ func (n *node) start(l *lab, bin string, idle bool, extra ...string) error {
 		n.cmd = exec.Command("ip", args...)
 	}
 	n.cmd = pinned(n.cmd)
+	n.cmd.Env = append(os.Environ(), n.env...)
 	if *cpuprof != "" && n.name == "n1" {
 		// the serving node's profile, beside the bench's own
-		n.cmd.Env = append(os.Environ(), "ROLLCALL_CPUPROFILE="+*cpuprof+".n1", "ROLLCALL_TRACE="+*cpuprof+".n1.trace")
+		n.cmd.Env = append(n.cmd.Env, "ROLLCALL_CPUPROFILE="+*cpuprof+".n1", "ROLLCALL_TRACE="+*cpuprof+".n1.trace")
 	}
 	n.log = &bytes.Buffer{}
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
@@ -134,7 +136,7 @@ func dhcpServing(l *lab, n *node) error {
 // SCHED_IDLE class: they stand for other machines, so on this two-CPU box
 // they take only CPU time the serving node and perfdhcp leave (their work
 // is still done, and checked: the three stores must agree at the end).
-func processes(l *lab, followersIdle bool) (stop func(), err error) {
+func processes(l *lab, followersIdle bool, env []string) (stop func(), err error) {
 	dir := filepath.Join(l.dir, "cluster-"+suffix())
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -160,6 +162,9 @@ func processes(l *lab, followersIdle bool) (stop func(), err error) {
 				return nil, err
 			}
 			raft = append(raft, "-join", code)
+		}
+		if i == 1 {
+			n.env = env
 		}
 		if err := n.start(l, bin, i > 1 && followersIdle, raft...); err != nil {
 			stopAll()

@@ -66,6 +66,7 @@ var (
 	stores       = flag.Int("stores", 3, "with -rollcall harness: replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
 	setups       = flag.String("rollcall", "processes", "how Rollcall runs, comma-separated: processes (three `rollcall serve` nodes joined by Raft, DHCP on n1) and/or harness (the DHCP server in this process, leases applied to -stores stores in it, package replica)")
 	serverCPUs   = flag.String("server-cpus", "1", "CPU list the server processes are confined to (taskset -c), perfdhcp left free: on a small machine a load generator that shares every CPU with a multi-threaded server measures their contention more than the server; empty: no pinning. Applies to Kea and to Rollcall's processes alike (not to -rollcall harness, which runs in this process)")
+	abEnv        = flag.String("ab-env", "", "with -rollcall processes: also run a second set of nodes whose serving node has these environment variables (KEY=V,KEY=V), side by side in the same turns, to compare settings")
 	idle         = flag.Bool("followers-idle", true, "with -rollcall processes: run n2 and n3 in the SCHED_IDLE class, standing for other machines")
 )
 
@@ -517,7 +518,13 @@ func run(ctx context.Context) error {
 		switch m {
 		case "processes":
 			c.title = "Rollcall, 3 nodes (processes, Raft)"
-			c.start = func(l *lab) (func(), error) { return processes(l, *idle) }
+			c.start = func(l *lab) (func(), error) { return processes(l, *idle, nil) }
+			if *abEnv != "" {
+				env := strings.Split(*abEnv, ",")
+				cs = append(cs, c)
+				c = &contender{name: "rollcall/" + *abEnv, title: "Rollcall, 3 nodes, n1 with " + *abEnv,
+					start: func(l *lab) (func(), error) { return processes(l, *idle, env) }}
+			}
 		case "harness":
 			c.title = fmt.Sprintf("Rollcall, %d stores in one process", *stores)
 			c.start = rollcall
