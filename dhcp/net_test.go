@@ -208,12 +208,23 @@ case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) 
 		}
 	}
 	ip := regexp.MustCompile(`ip=(\S+)`).FindStringSubmatch(bound)[1]
+	l.udhcpcRenewRelease(t, cmd, events, netip.MustParseAddr(ip))
+	if t.Failed() {
+		t.Logf("udhcpc output:\n%s", out.String())
+	}
+}
+
+// udhcpcRenewRelease checks that the bound udhcpc's lease of ip reached
+// the store, then has it renew (SIGUSR1: the expiry moves on) and release
+// (SIGUSR2: the lease goes).
+func (l *fullLab) udhcpcRenewRelease(t *testing.T, cmd *exec.Cmd, events string, ip netip.Addr) {
+	t.Helper()
 	mac := l.cliMAC(t)
 	var first store.Lease
 	eventually(t, 5*time.Second, "the lease replicated", func() bool {
 		var ok bool
 		first, ok = l.lease(mac)
-		return ok && first.IP.String() == ip
+		return ok && first.IP == ip
 	})
 	time.Sleep(1100 * time.Millisecond) // so the renewal's expiry is later
 	// udhcpc runs under "ip netns exec"; signal the udhcpc process itself.
@@ -223,16 +234,13 @@ case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) 
 	}
 	eventually(t, 10*time.Second, "udhcpc renew", func() bool { _, ok := hasLine(events, "renew"); return ok })
 	eventually(t, 5*time.Second, "the renewal replicated", func() bool {
-		l2, ok := l.lease(mac)
-		return ok && l2.Expires.After(first.Expires)
+		x, ok := l.lease(mac)
+		return ok && x.Expires.After(first.Expires)
 	})
 	if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the release replicated", func() bool { _, ok := l.lease(mac); return !ok })
-	if t.Failed() {
-		t.Logf("udhcpc output:\n%s", out.String())
-	}
 }
 
 // findChild returns the pid of the process named name that is pid or a

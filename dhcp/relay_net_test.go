@@ -6,11 +6,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rollcall/rollcall/store"
 )
 
 // TestUdhcpcThroughRelay: a real client two hops away. busybox udhcpc in
@@ -66,25 +63,5 @@ case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface; ip route rep
 	if !netip.MustParsePrefix("10.213.5.0/24").Contains(ip) {
 		t.Fatalf("bound to %s, not from the relayed subnet", ip)
 	}
-	mac := l.cliMAC(t)
-	var first store.Lease
-	eventually(t, 5*time.Second, "the lease replicated", func() bool {
-		var ok bool
-		first, ok = l.lease(mac)
-		return ok && first.IP == ip
-	})
-	time.Sleep(1100 * time.Millisecond) // so the renewal's expiry is later
-	pid := findChild(t, cmd.Process.Pid, "udhcpc")
-	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "udhcpc renew", func() bool { _, ok := hasLine(events, "renew"); return ok })
-	eventually(t, 5*time.Second, "the renewal replicated", func() bool {
-		x, ok := l.lease(mac)
-		return ok && x.Expires.After(first.Expires)
-	})
-	if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 5*time.Second, "the release replicated", func() bool { _, ok := l.lease(mac); return !ok })
+	l.udhcpcRenewRelease(t, cmd, events, ip)
 }

@@ -20,23 +20,7 @@ import (
 // lab/bench/dhcp once its range filled up.
 func TestExhaustedRangeIsNotRescannedPerKick(t *testing.T) {
 	ctx := context.Background()
-	c, err := replica.New(t.TempDir(), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	subnet := netip.MustParsePrefix("10.77.0.0/24")
-	if err := c.Network(ctx,
-		store.VLAN{Fabric: "f", DHCP: store.DHCPFull, MTU: 1500, Servers: []store.VLANServer{{Node: "n1", Iface: "eth0"}}},
-		store.Subnet{CIDR: subnet, Fabric: "f", Purpose: "provisioning"},
-		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.77.0.64"), Last: netip.MustParseAddr("10.77.0.127")},
-	); err != nil {
-		t.Fatal(err)
-	}
-	p := lease.NewPool(lease.PoolConfig{
-		Node: "n1", Subnet: subnet, DB: c.DB(0), Rep: c.Node(0),
-		BlockSize: 64, LowWater: 128, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	p := testPool(t, "10.77.0.0/24", "10.77.0.64", "10.77.0.127", 128, nil)
 	p.SetReady()
 	p.Maintain(ctx)
 	if blocks, free := p.Snapshot(); blocks != 1 || free != 64 {
@@ -55,81 +39,64 @@ func TestExhaustedRangeIsNotRescannedPerKick(t *testing.T) {
 // A pool handing out addresses fast keeps about two seconds of that demand
 // free, not just its low water mark: with 64-address blocks and a mark of
 // 128, 10,000 new clients a second emptied it between two block claims.
+// Requests a dry pool had to refuse count as demand too, or it would never
+// learn how short it fell.
 func TestPoolKeepsAheadOfDemand(t *testing.T) {
-	ctx := context.Background()
-	c, err := replica.New(t.TempDir(), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	subnet := netip.MustParsePrefix("10.78.0.0/20")
-	if err := c.Network(ctx,
-		store.VLAN{Fabric: "f", DHCP: store.DHCPFull, MTU: 1500, Servers: []store.VLANServer{{Node: "n1", Iface: "eth0"}}},
-		store.Subnet{CIDR: subnet, Fabric: "f", Purpose: "provisioning"},
-		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.78.0.1"), Last: netip.MustParseAddr("10.78.15.254")},
-	); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	p := lease.NewPool(lease.PoolConfig{
-		Node: "n1", Subnet: subnet, DB: c.DB(0), Rep: c.Node(0),
-		BlockSize: 64, LowWater: 128, Now: func() time.Time { return now },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	p.SetReady()
-	p.Maintain(ctx)
-	if _, free := p.Snapshot(); free < 128 || free > 256 {
-		t.Fatalf("idle pool: %d free, want its low water mark (128) to a block over", free)
-	}
-	for i := range 120 {
-		if _, _, ok := p.Offer(fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), "", netip.Addr{}); !ok {
-			t.Fatalf("offer %d refused", i)
-		}
-	}
-	now = now.Add(time.Second)
-	p.Maintain(ctx)
-	if _, free := p.Snapshot(); free < 240 {
-		t.Errorf("after 120 new clients in a second: %d free, want at least two seconds of that (240)", free)
+	for _, tc := range []struct {
+		name            string
+		lowWater, asked int
+		dry             bool // the pool runs out before the second ends
+	}{
+		{"handed out", 128, 120, false},
+		{"refused when dry", 64, 300, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now()
+			p := testPool(t, "10.78.0.0/20", "10.78.0.1", "10.78.15.254", tc.lowWater, func() time.Time { return now })
+			p.SetReady()
+			p.Maintain(ctx)
+			if _, free := p.Snapshot(); free < tc.lowWater || free > tc.lowWater+64 {
+				t.Fatalf("idle pool: %d free, want its low water mark (%d) to a block over", free, tc.lowWater)
+			}
+			refused := 0
+			for i := range tc.asked {
+				if _, _, ok := p.Offer(fmt.Sprintf("52:54:00:00:%02x:%02x", i/256, i%256), "", netip.Addr{}); !ok {
+					refused++
+				}
+			}
+			if (refused > 0) != tc.dry {
+				t.Fatalf("%d of %d refused; the case needs the pool dry: %v", refused, tc.asked, tc.dry)
+			}
+			now = now.Add(time.Second)
+			p.Maintain(ctx)
+			if _, free := p.Snapshot(); free < 2*tc.asked {
+				t.Errorf("after %d requests in a second (%d refused): %d free, want at least two seconds of them (%d)", tc.asked, refused, free, 2*tc.asked)
+			}
+		})
 	}
 }
 
-// Requests a dry pool had to refuse count as demand too: a pool that only
-// counted what it handed out would never learn how short it fell.
-func TestDryPoolLearnsDemand(t *testing.T) {
-	ctx := context.Background()
+// testPool makes a pool for node n1 over a one-store replica whose network
+// has subnet with one dynamic range first–last.
+func testPool(t *testing.T, subnet, first, last string, lowWater int, now func() time.Time) *lease.Pool {
+	t.Helper()
 	c, err := replica.New(t.TempDir(), 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	subnet := netip.MustParsePrefix("10.79.0.0/20")
-	if err := c.Network(ctx,
+	t.Cleanup(c.Close)
+	p := netip.MustParsePrefix(subnet)
+	if err := c.Network(context.Background(),
 		store.VLAN{Fabric: "f", DHCP: store.DHCPFull, MTU: 1500, Servers: []store.VLANServer{{Node: "n1", Iface: "eth0"}}},
-		store.Subnet{CIDR: subnet, Fabric: "f", Purpose: "provisioning"},
-		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.79.0.1"), Last: netip.MustParseAddr("10.79.15.254")},
+		store.Subnet{CIDR: p, Fabric: "f", Purpose: "provisioning"},
+		store.Range{Subnet: p, Kind: store.RangeDynamic, First: netip.MustParseAddr(first), Last: netip.MustParseAddr(last)},
 	); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now()
-	p := lease.NewPool(lease.PoolConfig{
-		Node: "n1", Subnet: subnet, DB: c.DB(0), Rep: c.Node(0),
-		BlockSize: 64, LowWater: 64, Now: func() time.Time { return now },
+	return lease.NewPool(lease.PoolConfig{
+		Node: "n1", Subnet: p, DB: c.DB(0), Rep: c.Node(0),
+		BlockSize: 64, LowWater: lowWater, Now: now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	p.SetReady()
-	p.Maintain(ctx)
-	refused := 0
-	for i := range 300 {
-		if _, _, ok := p.Offer(fmt.Sprintf("52:54:00:01:%02x:%02x", i/256, i%256), "", netip.Addr{}); !ok {
-			refused++
-		}
-	}
-	if refused == 0 {
-		t.Fatal("the pool never ran dry; the test needs it to")
-	}
-	now = now.Add(time.Second)
-	p.Maintain(ctx)
-	if _, free := p.Snapshot(); free < 600 {
-		t.Errorf("after 300 requests in a second (%d refused): %d free, want two seconds of them (600)", refused, free)
-	}
 }
