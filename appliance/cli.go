@@ -169,6 +169,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 		return fmt.Errorf("-log-level: %q is not one of debug, info, warn, error", *logLevel)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	LowerBackground()
 	TuneRuntime()
 	// ROLLCALL_CPUPROFILE=FILE writes a CPU profile of the node's whole run
 	// (go tool pprof FILE), for benchmarks of real processes (lab/bench/dhcp).

@@ -135,13 +135,10 @@ func interfaceIn(p netip.Prefix, ifaces func() ([]net.Interface, error)) string 
 	return ""
 }
 
-// dhcpWorkers is how many threads read each DHCP socket: ROLLCALL_DHCP_WORKERS
-// when set (a tuning knob, like GOMAXPROCS), else the service's default.
-func dhcpWorkers() int {
-	v, err := strconv.Atoi(os.Getenv("ROLLCALL_DHCP_WORKERS"))
-	if err != nil || v < 1 {
-		return 0
-	}
+// envInt reads a tuning knob from the environment (like GOMAXPROCS): 0
+// when unset or not a number, which leaves the service's default.
+func envInt(name string) int {
+	v, _ := strconv.Atoi(os.Getenv(name))
 	return v
 }
 
@@ -219,7 +216,7 @@ func (n *Node) runDHCP(ctx context.Context) {
 				}}
 				cfg := dhcp.Config{
 					Node: n.opts.Name, DB: n.db, Replicator: rep, Housekeeper: rep, IsLeader: n.cluster.IsLeader,
-					Networks: nets, Metrics: metrics, Handoff: handoff, Workers: dhcpWorkers(),
+					Networks: nets, Metrics: metrics, Handoff: handoff, Workers: envInt("ROLLCALL_DHCP_WORKERS"), WorkersAhead: backgroundNice > 0,
 					Boot: dhcp.BootConfig{HTTPPort: httpPort, HTTPPrefix: "/boot/", ScriptPath: "/boot/ipxe"},
 				}
 				go func() {

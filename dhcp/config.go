@@ -82,6 +82,12 @@ type Config struct {
 	// Workers read each socket concurrently; default 2, or 1 on a
 	// one-CPU machine (or a process confined to one CPU).
 	Workers int
+	// WorkersAhead runs the reader threads at nice 0, for a process whose
+	// other threads run at a positive nice value (rollcall serve: see
+	// appliance.LowerBackground): replies then go ahead of the node's
+	// background work (Raft, applying lease batches, the collector)
+	// instead of queueing behind it.
+	WorkersAhead bool
 
 	// Handoff, shared by the services one process starts one after the
 	// other (the appliance restarts its service when the network model or

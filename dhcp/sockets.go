@@ -103,7 +103,12 @@ type conn struct {
 // It keeps its OS thread: the socket is a blocking one (see udpSocket).
 func (s *server) serve(ctx context.Context, c *conn) {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if s.cfg.WorkersAhead && aheadOfBackground() {
+		// The thread keeps its priority to the end: never unlocked, it
+		// exits with this goroutine instead of serving others.
+	} else {
+		defer runtime.UnlockOSThread()
+	}
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofInet4Pktinfo))
 	for {
@@ -135,6 +140,12 @@ func (s *server) serve(ctx context.Context, c *conn) {
 		}
 		s.m.out(r.typ).Inc()
 	}
+}
+
+// aheadOfBackground sets the calling (locked) thread to nice 0, ahead of
+// a process whose other threads run at a positive nice value (WorkersAhead).
+func aheadOfBackground() bool {
+	return unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 0) == nil
 }
 
 // udpSocket is a blocking UDP socket bound to one interface and port,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,5 +72,44 @@ func TestSetNeighbor(t *testing.T) {
 	}
 	if out := a.ip(t, "neigh", "show", "10.213.9.50", "dev", "x0"); !strings.Contains(out, "lladdr "+mac.String()) {
 		t.Fatalf("no ARP entry for 10.213.9.50 at %s: %q", mac, out)
+	}
+}
+
+// threadNice reads a thread's nice value from /proc (field 19 of stat).
+func threadNice(t *testing.T, tid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	n, err := strconv.Atoi(f[16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A reader thread of a node whose threads run at nice 5 moves itself to 0.
+func TestReaderAheadOfBackground(t *testing.T) {
+	need(t) // raising a priority needs CAP_SYS_NICE
+	type res struct{ before, after int }
+	done := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		tid := unix.Gettid()
+		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, 5); err != nil {
+			t.Error(err)
+		}
+		before := threadNice(t, tid)
+		if !aheadOfBackground() {
+			t.Error("aheadOfBackground failed")
+		}
+		done <- res{before, threadNice(t, tid)}
+	}()
+	r := <-done
+	if r.before != 5 || r.after != 0 {
+		t.Errorf("nice %d, then %d; want 5, then 0", r.before, r.after)
 	}
 }
