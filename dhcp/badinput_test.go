@@ -89,6 +89,20 @@ func FuzzHandle(f *testing.F) {
 	f.Add(renewal(wire.IP(netip.MustParseAddr("10.213.1.33")), macOf(1), xidOf(1)).ToBytes(), uint16(67))
 	b, _ := hex.DecodeString("0101060000003d1d0000000000000000000000000000000000000000000b8201fc4200000000000000000000000000000000")
 	f.Add(b, uint16(67))
+	// Subnet and link selection (options 118 and 82/5), whole and cut short.
+	for _, opts := range []map[uint8][]byte{
+		{118: {10, 213, 0, 254}},
+		{82: {1, 2, 'p', '1', 5, 4, 10, 213, 0, 254}},
+		{82: {5, 4, 10, 213}},
+		{82: {5, 200, 10, 213, 0, 254}},
+	} {
+		d := discover(macOf(9), xidOf(9))
+		d.GatewayIPAddr = wire.IP(netip.MustParseAddr("192.0.2.1"))
+		for code, v := range opts {
+			d.Options[code] = v
+		}
+		f.Add(d.ToBytes(), uint16(67))
+	}
 	rf := newRig(f, rigOpts{})
 	rp := newRig(f, rigOpts{mode: "proxy"})
 	rf.ready(0)
