@@ -206,6 +206,9 @@ func processes(l *lab, followersIdle bool, env []string) (stop func(), err error
 		}
 		caughtUp(l, nodes)
 		stopAll()
+		if os.Getenv("BENCH_NODE_LOG") != "" {
+			os.Stderr.Write(n1.log.Bytes())
+		}
 		var counts []int
 		for _, n := range nodes {
 			counts = append(counts, countLeases(filepath.Join(n.data, "state.db")))
