@@ -171,28 +171,11 @@ func cmdServe(args []string, stderr io.Writer) error {
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	LowerBackground()
 	TuneRuntime()
-	// ROLLCALL_CPUPROFILE=FILE writes a CPU profile of the node's whole run
-	// (go tool pprof FILE), for benchmarks of real processes (lab/bench/dhcp).
-	if path := os.Getenv("ROLLCALL_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("ROLLCALL_CPUPROFILE: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("ROLLCALL_CPUPROFILE: %w", err)
-		}
-		defer f.Close()
-		defer pprof.StopCPUProfile()
+	stopProfiles, err := startProfiles()
+	if err != nil {
+		return err
 	}
-	if path := os.Getenv("ROLLCALL_TRACE"); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			_ = trace.Start(f)
-			defer f.Close()
-			defer trace.Stop()
-		}
-	}
+	defer stopProfiles()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	n, err := Start(ctx, o)
@@ -207,6 +190,44 @@ func cmdServe(args []string, stderr io.Writer) error {
 	<-ctx.Done()
 	o.Logger.Info("shutting down")
 	return n.Close()
+}
+
+// startProfiles starts what ROLLCALL_CPUPROFILE=FILE (a CPU profile, for go
+// tool pprof) and ROLLCALL_TRACE=FILE (an execution trace, for go tool
+// trace) ask for, over the node's whole run: benchmarks of real processes
+// (lab/bench/dhcp) use them. The returned function stops and closes them.
+func startProfiles() (func(), error) {
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	for _, p := range []struct {
+		env   string
+		start func(io.Writer) error
+		stop  func()
+	}{
+		{"ROLLCALL_CPUPROFILE", pprof.StartCPUProfile, pprof.StopCPUProfile},
+		{"ROLLCALL_TRACE", trace.Start, trace.Stop},
+	} {
+		path := os.Getenv(p.env)
+		if path == "" {
+			continue
+		}
+		f, err := os.Create(path)
+		if err == nil {
+			if err = p.start(f); err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("%s: %w", p.env, err)
+		}
+		stops = append(stops, func() { p.stop(); f.Close() })
+	}
+	return stopAll, nil
 }
 
 // client talks to the API as the CLI.

@@ -1,7 +1,6 @@
 package dhcp
 
 import (
-	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -236,10 +235,9 @@ func TestRelayedRequest(t *testing.T) {
 func TestReplyDestinations(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	r.ready(0)
-	n := r.nodes[0]
 	feed := func(p *dhcpv4.DHCPv4, src netip.AddrPort) reply {
 		t.Helper()
-		rep, err := n.srv.process(context.Background(), packet{ifc: n.srv.order[0], port: wire.ServerPort, src: src, dst: broadcastAddr, data: p.ToBytes()})
+		rep, err := r.process(0, p, src, netip.Addr{}, wire.ServerPort)
 		if rep.data == nil {
 			t.Fatalf("no reply: %v", err)
 		}
@@ -247,7 +245,7 @@ func TestReplyDestinations(t *testing.T) {
 	}
 	d := discover(macOf(20), xidOf(20))
 	rep := feed(d, clientSrc)
-	offer, _ := dhcpv4.FromBytes(rep.data)
+	offer := mustParse(t, rep.data)
 	if want := netip.AddrPortFrom(wire.Addr(offer.YourIPAddr), wire.ClientPort); rep.to != want || rep.hw.String() != macOf(20).String() {
 		t.Errorf("offer without the broadcast flag went to %s (MAC %s), want %s at %s", rep.to, rep.hw, want, macOf(20))
 	}

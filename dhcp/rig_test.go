@@ -232,11 +232,7 @@ func (r *rig) send(i int, p *dhcpv4.DHCPv4, src netip.AddrPort, dst netip.Addr) 
 }
 
 func (r *rig) sendPort(i int, p *dhcpv4.DHCPv4, src netip.AddrPort, dst netip.Addr, port int) (*dhcpv4.DHCPv4, netip.AddrPort, error) {
-	n := r.nodes[i]
-	if !dst.IsValid() {
-		dst = broadcastAddr
-	}
-	rep, err := n.srv.process(context.Background(), packet{ifc: n.srv.order[0], port: port, src: src, dst: dst, data: p.ToBytes()})
+	rep, err := r.process(i, p, src, dst, port)
 	if rep.data == nil {
 		return nil, netip.AddrPort{}, err
 	}
@@ -245,6 +241,16 @@ func (r *rig) sendPort(i int, p *dhcpv4.DHCPv4, src netip.AddrPort, dst netip.Ad
 		r.t.Fatalf("server sent an unparseable reply: %v", perr)
 	}
 	return out, rep.to, err
+}
+
+// process runs a packet through node i's server as if it arrived on eth0
+// (broadcast when dst is invalid) and returns the raw reply.
+func (r *rig) process(i int, p *dhcpv4.DHCPv4, src netip.AddrPort, dst netip.Addr, port int) (reply, error) {
+	n := r.nodes[i]
+	if !dst.IsValid() {
+		dst = broadcastAddr
+	}
+	return n.srv.process(context.Background(), packet{ifc: n.srv.order[0], port: port, src: src, dst: dst, data: p.ToBytes()})
 }
 
 var clientSrc = netip.AddrPortFrom(netip.IPv4Unspecified(), 68)

@@ -103,10 +103,9 @@ type conn struct {
 // It keeps its OS thread: the socket is a blocking one (see udpSocket).
 func (s *server) serve(ctx context.Context, c *conn) {
 	runtime.LockOSThread()
-	if s.cfg.WorkersAhead && aheadOfBackground() {
-		// The thread keeps its priority to the end: never unlocked, it
-		// exits with this goroutine instead of serving others.
-	} else {
+	// A thread whose priority was raised is never unlocked: it exits with
+	// this goroutine instead of running others at that priority.
+	if !(s.cfg.WorkersAhead && aheadOfBackground()) {
 		defer runtime.UnlockOSThread()
 	}
 	buf := make([]byte, 4096)
