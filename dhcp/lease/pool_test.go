@@ -77,6 +77,29 @@ func TestPoolKeepsAheadOfDemand(t *testing.T) {
 	}
 }
 
+// An idle pool keeps a thirty-second of its range free, up to 4,096
+// addresses, so a burst from nothing is answered while claims catch up; on
+// a small range that share is below the low water mark, which rules.
+func TestIdlePoolKeepsShareOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		subnet, first, last string
+		want                int // free addresses after the first round, to a block over
+	}{
+		{"10.79.0.0/16", "10.79.0.1", "10.79.255.254", 2047},
+		{"10.80.0.0/12", "10.80.0.1", "10.95.255.254", 4096},
+		{"10.81.0.0/22", "10.81.0.1", "10.81.3.254", 128},
+	} {
+		t.Run(tc.subnet, func(t *testing.T) {
+			p := testPool(t, tc.subnet, tc.first, tc.last, 128, nil)
+			p.SetReady()
+			p.Maintain(context.Background())
+			if _, free := p.Snapshot(); free < tc.want-2 || free > tc.want+64 {
+				t.Errorf("idle pool on %s–%s: %d free, want %d to a block over", tc.first, tc.last, free, tc.want)
+			}
+		})
+	}
+}
+
 // testPool makes a pool for node n1 over a one-store replica whose network
 // has subnet with one dynamic range first–last.
 func testPool(t *testing.T, subnet, first, last string, lowWater int, now func() time.Time) *lease.Pool {

@@ -23,7 +23,8 @@ type node struct {
 	env              []string // added to the process's environment
 	cmd              *exec.Cmd
 	log              *bytes.Buffer
-	done             chan error
+	done             chan struct{} // closed when the process has exited
+	err              error         // its exit status, once done is closed
 }
 
 // The binary is built once per bench run, from the tree as it was then.
@@ -66,8 +67,8 @@ func (n *node) start(l *lab, bin string, idle bool, extra ...string) error {
 	if err := n.cmd.Start(); err != nil {
 		return err
 	}
-	n.done = make(chan error, 1)
-	go func() { n.done <- n.cmd.Wait() }()
+	n.done = make(chan struct{})
+	go func() { n.err = n.cmd.Wait(); close(n.done) }()
 	return nil
 }
 
@@ -87,8 +88,8 @@ func (n *node) healthy(l *lab, bin string) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
-		case err := <-n.done:
-			return fmt.Errorf("%s exited: %v\n%s", n.name, err, n.log)
+		case <-n.done:
+			return fmt.Errorf("%s exited: %v\n%s", n.name, n.err, n.log)
 		default:
 		}
 		if out, err := n.cli(l, bin, "cluster", "status", "-json"); err == nil && strings.Contains(out, `"leader"`) {

@@ -203,6 +203,7 @@ type step struct {
 	offered  int
 	achieved float64
 	dropPct  float64
+	perfCPU  float64 // perfdhcp's CPU seconds in the run: near the run's length, the load generator is the limit
 }
 
 func perf(ctx context.Context, l *lab, rate int, extra []string) (step, error) {
@@ -210,7 +211,8 @@ func perf(ctx context.Context, l *lab, rate int, extra []string) (step, error) {
 		"-R", strconv.Itoa(*clients), "-p", strconv.Itoa(int(period.Seconds())), "-W", "1000000"}
 	args = append(args, extra...)
 	args = append(args, "10.213.0.1")
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "ip", args...) // ip execs perfdhcp: one process
+	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return step{}, ctx.Err()
 	}
@@ -224,7 +226,11 @@ func perf(ctx context.Context, l *lab, rate int, extra []string) (step, error) {
 	drop := 100 * (1 - float64(st.recvRA)/float64(st.sentDO))
 	// perfdhcp's own "Rate" divides by the run including the exit wait;
 	// completed exchanges over the sending period is the sustained rate.
-	return step{offered: rate, achieved: float64(st.recvRA) / period.Seconds(), dropPct: drop}, nil
+	var cpu float64
+	if ps := cmd.ProcessState; ps != nil {
+		cpu = (ps.UserTime() + ps.SystemTime()).Seconds()
+	}
+	return step{offered: rate, achieved: float64(st.recvRA) / period.Seconds(), dropPct: drop, perfCPU: cpu}, nil
 }
 
 type stats struct {
@@ -315,8 +321,8 @@ func ladder(ctx context.Context, cs []*contender, extra []string) error {
 					return err
 				}
 				s1, o1 := c.lab.cpu()
-				fmt.Fprintf(os.Stderr, "  %-18s offered %6d/s  achieved %8.0f/s  drops %5.2f%%  CPU s: server %.2f, others %.2f  (UDP receive-buffer overflows so far: server %d, perfdhcp %d)\n",
-					c.name, st.offered, st.achieved, st.dropPct, s1-s0, o1-o0, rcvbufErrors(c.lab.srv), rcvbufErrors(c.lab.perf))
+				fmt.Fprintf(os.Stderr, "  %-18s offered %6d/s  achieved %8.0f/s  drops %5.2f%%  CPU s: server %.2f, others %.2f, perfdhcp %.2f  (UDP receive-buffer overflows so far: server %d, perfdhcp %d)\n",
+					c.name, st.offered, st.achieved, st.dropPct, s1-s0, o1-o0, st.perfCPU, rcvbufErrors(c.lab.srv), rcvbufErrors(c.lab.perf))
 				runs[k] = append(runs[k], st)
 			}
 		}
