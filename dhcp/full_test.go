@@ -170,6 +170,44 @@ func TestKnownMachineGetsItsAddress(t *testing.T) {
 	}
 }
 
+// The server keeps each MAC's known-machine answer in memory (a store read
+// per packet was a twentieth of its CPU): the answer must follow the store
+// the moment a change is applied, both ways.
+func TestMachineAnswersFollowTheStore(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := t.Context()
+	r.ready(0)
+	const client = 78
+	offer := func() netip.Addr {
+		t.Helper()
+		o, _, err := r.send(0, discover(macOf(client), xidOf(client)), clientSrc, netip.Addr{})
+		if o == nil {
+			t.Fatalf("no offer: %v", err)
+		}
+		return wire.Addr(o.YourIPAddr)
+	}
+	dynamic := offer()
+	if dynamic == (netip.Addr{}) {
+		t.Fatal("no address offered to an unknown client")
+	}
+	if err := r.c.Apply0(ctx, &raftfsm.MachineCreate{ID: "m-0000000000ab", Name: "db1", MACs: []string{macOf(client).String()}, Now: r.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	fixed := netip.MustParseAddr("10.213.8.8")
+	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: store.Address{IP: fixed, How: store.HowStatic, Machine: "m-0000000000ab"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := offer(); got != fixed {
+		t.Fatalf("after its machine got %s: offered %s", fixed, got)
+	}
+	if err := r.c.Apply0(ctx, &raftfsm.AddressRelease{IP: fixed}); err != nil {
+		t.Fatal(err)
+	}
+	if got := offer(); got == fixed {
+		t.Fatalf("after %s was released: still offered it", fixed)
+	}
+}
+
 func TestRelayedRequest(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	r.ready(0)

@@ -39,15 +39,16 @@ type iface struct {
 }
 
 type server struct {
-	cfg     Config
-	log     *slog.Logger
-	m       *Metrics
-	batcher *lease.Batcher
-	ifaces  map[string]*iface
-	order   []*iface
-	limit   *limiter
-	seen    *seenFilter
-	netIdx  atomic.Uint64
+	cfg      Config
+	log      *slog.Logger
+	m        *Metrics
+	batcher  *lease.Batcher
+	ifaces   map[string]*iface
+	order    []*iface
+	limit    *limiter
+	seen     *seenFilter
+	machines *machineCache
+	netIdx   atomic.Uint64
 }
 
 func newServer(cfg Config, log *slog.Logger) (*server, error) {
@@ -67,8 +68,9 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 	}
 	s := &server{
 		cfg: cfg, log: log, m: cfg.Metrics, ifaces: map[string]*iface{},
-		limit: newLimiter(cfg.RatePerMAC, cfg.RateBurst),
-		seen:  newSeenFilter(cfg.SeenEvery),
+		limit:    newLimiter(cfg.RatePerMAC, cfg.RateBurst),
+		seen:     newSeenFilter(cfg.SeenEvery),
+		machines: newMachineCache(cfg.DB),
 	}
 	s.m.leases.db.Store(cfg.DB)
 	s.m.leases.now.Store(&cfg.Now)
@@ -96,7 +98,7 @@ func newServer(cfg Config, log *slog.Logger) (*server, error) {
 			})
 			nw.handler = &full.Handler{
 				Settings: func() full.Settings { return *nw.settings.Load() },
-				Leases:   nw.pool, Machines: storeMachines{cfg.DB}, Boot: bootCfg,
+				Leases:   nw.pool, Machines: s.machines, Boot: bootCfg,
 			}
 		case store.DHCPProxy:
 			nw.handler = &proxy.Handler{Boot: bootCfg}
@@ -318,6 +320,7 @@ type packet struct {
 	src  netip.AddrPort
 	dst  netip.Addr // destination address it was sent to
 	data []byte
+	out  []byte // scratch space for the reply (the reader's; nil: a new one)
 }
 
 // reply is what to send back, and where.
@@ -393,7 +396,7 @@ func (s *server) process(ctx context.Context, pk packet) (r reply, err error) {
 	if resp == nil {
 		return r, err
 	}
-	out := resp.ToBytes()
+	out := wire.AppendPacket(pk.out[:0], resp)
 	r = reply{data: out, local: local, typ: wire.MessageType(resp), to: route(pk, p, resp)}
 	if r.to.Addr() == broadcastAddr && unicastable(pk, p, resp, nw) {
 		r.to = netip.AddrPortFrom(wire.Addr(resp.YourIPAddr), wire.ClientPort)
@@ -511,33 +514,6 @@ func typeName(t dhcpv4.MessageType) string {
 		return "none"
 	}
 	return "other"
-}
-
-// storeMachines finds known machines' assigned addresses in the local store.
-type storeMachines struct{ db *store.DB }
-
-func (m storeMachines) Assigned(mac string, subnet netip.Prefix) (full.Assignment, bool) {
-	var out full.Assignment
-	found := false
-	_ = m.db.View(func(tx *store.Tx) error {
-		for _, id := range tx.MachineIDsByMAC(mac) {
-			addrs, err := tx.MachineAddresses(id)
-			if err != nil {
-				continue
-			}
-			for _, a := range addrs {
-				if subnet.Contains(a.IP) {
-					out.IP, found = a.IP, true
-					if mc, err := tx.Machine(id); err == nil {
-						out.Hostname = mc.Name
-					}
-					return nil
-				}
-			}
-		}
-		return nil
-	})
-	return out, found
 }
 
 // limiter is a token bucket per MAC.

@@ -109,6 +109,7 @@ func (s *server) serve(ctx context.Context, c *conn) {
 		defer runtime.UnlockOSThread()
 	}
 	buf := make([]byte, 4096)
+	out := make([]byte, 0, 1500)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofInet4Pktinfo))
 	for {
 		n, src, dst, err := c.sock.read(buf, oob)
@@ -120,7 +121,7 @@ func (s *server) serve(ctx context.Context, c *conn) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		r, _ := s.process(ctx, packet{ifc: c.ifc, port: c.port, data: buf[:n], src: src, dst: dst})
+		r, _ := s.process(ctx, packet{ifc: c.ifc, port: c.port, data: buf[:n], src: src, dst: dst, out: out})
 		if r.data == nil {
 			continue
 		}

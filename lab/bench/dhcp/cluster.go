@@ -56,7 +56,11 @@ func (n *node) start(l *lab, bin string, idle bool, extra ...string) error {
 	} else {
 		n.cmd = exec.Command("ip", args...)
 	}
-	n.cmd = pinned(n.cmd)
+	cpus := *serverCPUs
+	if n.name != "n1" && *followerCPUs != "" {
+		cpus = *followerCPUs
+	}
+	n.cmd = pinned(n.cmd, cpus)
 	n.cmd.Env = append(os.Environ(), n.env...)
 	if *cpuprof != "" && n.name == "n1" {
 		// the serving node's profile, beside the bench's own

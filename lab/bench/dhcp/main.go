@@ -53,7 +53,7 @@ import (
 var (
 	clients      = flag.Int("clients", 60000, "simulated clients (perfdhcp -R)")
 	period       = flag.Duration("period", 6*time.Second, "length of each rate step")
-	rates        = flag.String("rates", "4000,6000,8000,9000,10000,11000,12000,13000,14000,16000,18000,20000", "offered rates to step through")
+	rates        = flag.String("rates", "12000,14000,16000,17000,18000,19000,20000,21000,22000,24000,26000,28000,30000", "offered rates to step through")
 	maxDrop      = flag.Float64("max-drop", 1.0, "drop percentage that ends the stepping")
 	repeat       = flag.Int("repeat", 3, "perfdhcp runs per step; the step counts as their median by drops (a single 6 s run swings by ±1,000/s on two CPUs)")
 	only         = flag.String("only", "", "run only this server (rollcall or kea)")
@@ -67,6 +67,9 @@ var (
 	setups       = flag.String("rollcall", "processes", "how Rollcall runs, comma-separated: processes (three `rollcall serve` nodes joined by Raft, DHCP on n1) and/or harness (the DHCP server in this process, leases applied to -stores stores in it, package replica)")
 	serverCPUs   = flag.String("server-cpus", "1", "CPU list the server processes are confined to (taskset -c), perfdhcp left free: on a small machine a load generator that shares every CPU with a multi-threaded server measures their contention more than the server; empty: no pinning. Applies to Kea and to Rollcall's processes alike (not to -rollcall harness, which runs in this process)")
 	abEnv        = flag.String("ab-env", "", "with -rollcall processes: also run a second set of nodes whose serving node has these environment variables (KEY=V,KEY=V), side by side in the same turns, to compare settings")
+	perfCPUs     = flag.String("perf-cpus", "0", "CPU list perfdhcp is confined to (taskset -c), away from -server-cpus: left free, its threads took turns with the server on the server's CPU and the bench measured that contention (both servers' ceilings 11,000-13,000/s, set by perfdhcp's receive buffer or theirs); empty: free on every CPU")
+	perfMode     = flag.String("perf-threads", "single", "perfdhcp's thread mode (-g): single or multi (its receiver thread in a thread of its own, which on one CPU takes turns with the sender: Kea 15,936/s with 0.37% drops in multi, 16,000/s with none in single); empty: perfdhcp's default")
+	followerCPUs = flag.String("followers-cpus", "any", "with -rollcall processes: CPU list n2 and n3 are confined to; empty: as -server-cpus; any: not confined (in the SCHED_IDLE class they run only when a CPU has nothing else to do)")
 	idle         = flag.Bool("followers-idle", true, "with -rollcall processes: run n2 and n3 in the SCHED_IDLE class, standing for other machines")
 )
 
@@ -109,11 +112,11 @@ type lab struct {
 
 // pinned confines cmd to -server-cpus (taskset keeps the affinity across
 // the execs that follow: ip netns exec, chrt).
-func pinned(cmd *exec.Cmd) *exec.Cmd {
-	if *serverCPUs == "" {
+func pinned(cmd *exec.Cmd, cpus string) *exec.Cmd {
+	if cpus == "" || cpus == "any" {
 		return cmd
 	}
-	c := exec.Command("taskset", append([]string{"-c", *serverCPUs}, cmd.Args...)...)
+	c := exec.Command("taskset", append([]string{"-c", cpus}, cmd.Args...)...)
 	c.Env = cmd.Env
 	return c
 }
@@ -207,11 +210,18 @@ type step struct {
 }
 
 func perf(ctx context.Context, l *lab, rate int, extra []string) (step, error) {
-	args := []string{"netns", "exec", l.perf, "perfdhcp", "-4", "-l", "perf0", "-r", strconv.Itoa(rate),
-		"-R", strconv.Itoa(*clients), "-p", strconv.Itoa(int(period.Seconds())), "-W", "1000000"}
+	args := []string{"netns", "exec", l.perf}
+	if *perfCPUs != "" {
+		args = append(args, "taskset", "-c", *perfCPUs)
+	}
+	args = append(args, "perfdhcp", "-4", "-l", "perf0", "-r", strconv.Itoa(rate),
+		"-R", strconv.Itoa(*clients), "-p", strconv.Itoa(int(period.Seconds())), "-W", "1000000")
+	if *perfMode != "" {
+		args = append(args, "-g", *perfMode)
+	}
 	args = append(args, extra...)
 	args = append(args, "10.213.0.1")
-	cmd := exec.CommandContext(ctx, "ip", args...) // ip execs perfdhcp: one process
+	cmd := exec.CommandContext(ctx, "ip", args...) // ip and taskset exec perfdhcp: one process
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return step{}, ctx.Err()
@@ -479,7 +489,7 @@ func kea(l *lab) (stop func(), err error) {
 	if err := os.WriteFile(conf, []byte(strings.ReplaceAll(keaConf, "DIR", dir)), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := pinned(exec.Command("ip", "netns", "exec", l.srv, "kea-dhcp4", "-c", conf))
+	cmd := pinned(exec.Command("ip", "netns", "exec", l.srv, "kea-dhcp4", "-c", conf), *serverCPUs)
 	cmd.Env = append(os.Environ(), "KEA_PIDFILE_DIR="+dir, "KEA_LOCKFILE_DIR="+dir)
 	out, err := os.Create(filepath.Join(dir, "stdout"))
 	if err != nil {
