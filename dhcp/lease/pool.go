@@ -707,6 +707,7 @@ func a4(v uint32) netip.Addr {
 // candidates from a per-node offset so nodes rarely race for one block.
 func (p *Pool) claim(ctx context.Context, now time.Time) {
 	var cands []span
+	whole := false // this pool holds every block of the ranges
 	p.mu.Lock()
 	p.scans++
 	p.mu.Unlock()
@@ -730,9 +731,11 @@ func (p *Pool) claim(ctx context.Context, now time.Time) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.reserve = min(addrs/reserveShare, maxReserve)
+		held := 0
 		for i := range grid {
 			s := grid[(start+i)%len(grid)]
 			if p.blockOf(s.first) != nil {
+				held++
 				continue
 			}
 			if b, ok := byFirst[s.first]; ok && (!b.Free(now) || b.Last != s.last) {
@@ -740,6 +743,7 @@ func (p *Pool) claim(ctx context.Context, now time.Time) {
 			}
 			cands = append(cands, s)
 		}
+		whole = held == len(grid)
 		return nil
 	})
 	// Claim what the deficit needs in parallel: Raft commits concurrent
@@ -790,7 +794,9 @@ func (p *Pool) claim(ctx context.Context, now time.Time) {
 		low := p.nfree < p.lowWater()
 		p.noBlock = time.Now()
 		p.mu.Unlock()
-		if low && now.Sub(p.warned) > 30*time.Second {
+		// A range smaller than the mark, all of it held here, is no
+		// shortage: nothing to warn about.
+		if low && !whole && now.Sub(p.warned) > 30*time.Second {
 			p.warned = now
 			p.cfg.Log.Warn("no free lease block left to claim", "subnet", p.cfg.Subnet)
 		}

@@ -1,11 +1,13 @@
 package lease_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,9 +102,43 @@ func TestIdlePoolKeepsShareOfRange(t *testing.T) {
 	}
 }
 
+// "No free lease block left" is a warning for a pool that is short while
+// other pools hold the rest of the range, not for one that holds the whole
+// range and is below its mark only because the range is smaller (it fired
+// at every start on small ranges).
+func TestNoBlockWarningOnlyWhenShort(t *testing.T) {
+	ctx := context.Background()
+	var logA, logB bytes.Buffer
+	c := testCluster(t, "10.82.0.0/24", "10.82.0.1", "10.82.0.128")
+	a := newTestPool(c, "10.82.0.0/24", 256, nil, &logA)
+	a.SetReady()
+	for range 3 {
+		a.Maintain(ctx)
+	}
+	if blocks, _ := a.Snapshot(); blocks != 2 {
+		t.Fatalf("pool holds %d blocks, want the range's 2", blocks)
+	}
+	if strings.Contains(logA.String(), "no free lease block") {
+		t.Errorf("pool holding the whole range warned of a shortage:\n%s", logA.String())
+	}
+	b := newTestPool(c, "10.82.0.0/24", 256, nil, &logB)
+	b.SetReady()
+	b.Maintain(ctx)
+	if !strings.Contains(logB.String(), "no free lease block") {
+		t.Errorf("pool with no block while another holds the range did not warn:\n%s", logB.String())
+	}
+}
+
 // testPool makes a pool for node n1 over a one-store replica whose network
 // has subnet with one dynamic range first–last.
 func testPool(t *testing.T, subnet, first, last string, lowWater int, now func() time.Time) *lease.Pool {
+	t.Helper()
+	return newTestPool(testCluster(t, subnet, first, last), subnet, lowWater, now, io.Discard)
+}
+
+// testCluster is a one-store replica whose network has subnet with one
+// dynamic range first–last, served by n1.
+func testCluster(t *testing.T, subnet, first, last string) *replica.Cluster {
 	t.Helper()
 	c, err := replica.New(t.TempDir(), 1, nil)
 	if err != nil {
@@ -117,9 +153,14 @@ func testPool(t *testing.T, subnet, first, last string, lowWater int, now func()
 	); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// newTestPool makes a pool for node n1 on c's store, logging to w.
+func newTestPool(c *replica.Cluster, subnet string, lowWater int, now func() time.Time, w io.Writer) *lease.Pool {
 	return lease.NewPool(lease.PoolConfig{
-		Node: "n1", Subnet: p, DB: c.DB(0), Rep: c.Node(0),
+		Node: "n1", Subnet: netip.MustParsePrefix(subnet), DB: c.DB(0), Rep: c.Node(0),
 		BlockSize: 64, LowWater: lowWater, Now: now,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(slog.NewTextHandler(w, nil)),
 	})
 }
