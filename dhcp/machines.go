@@ -56,26 +56,27 @@ func (c *machineCache) Assigned(mac string, subnet netip.Prefix) (full.Assignmen
 	}
 	a, found := assigned(c.db, mac, subnet)
 	c.mu.Lock()
-	// Filed only if nothing changed since before the read.
-	if c.changed == changed {
-		c.freshLocked()
-		if c.changed == changed {
-			c.m[k] = machineAnswer{a, found}
-		}
+	if !closed(changed) && c.changed == changed { // nothing changed since before the read
+		c.m[k] = machineAnswer{a, found}
 	}
 	c.mu.Unlock()
 	return a, found
 }
 
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // freshLocked drops every answer once the tables changed (or when there
 // are too many) and watches for the next change.
 func (c *machineCache) freshLocked() {
-	if c.changed != nil && len(c.m) < maxCachedMachines {
-		select {
-		case <-c.changed:
-		default:
-			return
-		}
+	if c.changed != nil && !closed(c.changed) && len(c.m) < maxCachedMachines {
+		return
 	}
 	c.changed = c.db.WatchTables(store.TableMachines, store.TableNetwork)
 	c.m = make(map[machineKey]machineAnswer)

@@ -69,7 +69,7 @@ var (
 	housekeeping = flag.Duration("housekeeping", 0, "the leader's lease-expiry round (0: the server's default)")
 	stores       = flag.Int("stores", 3, "with -rollcall harness: replicated stores Rollcall's leases go to (the issue's target is with 3; 1 shows the cost of replication)")
 	setups       = flag.String("rollcall", "processes", "how Rollcall runs, comma-separated: processes (three `rollcall serve` nodes joined by Raft, DHCP on n1) and/or harness (the DHCP server in this process, leases applied to -stores stores in it, package replica)")
-	serverCPUs   = flag.String("server-cpus", "1", "CPU list the server processes are confined to (taskset -c), perfdhcp left free: on a small machine a load generator that shares every CPU with a multi-threaded server measures their contention more than the server; empty: no pinning. Applies to Kea and to Rollcall's processes alike (not to -rollcall harness, which runs in this process)")
+	serverCPUs   = flag.String("server-cpus", "1", "CPU list the server is confined to (taskset -c), away from -perf-cpus: Kea, and Rollcall's serving node (its followers: -followers-cpus); not -rollcall harness, which runs in this process; empty: not confined")
 	abEnv        = flag.String("ab-env", "", "with -rollcall processes: also run a second set of nodes whose serving node has these environment variables (KEY=V,KEY=V), side by side in the same turns, to compare settings")
 	perfCPUs     = flag.String("perf-cpus", "0", "CPU list perfdhcp is confined to (taskset -c), away from -server-cpus: left free, its threads took turns with the server on the server's CPU and the bench measured that contention (both servers' ceilings 11,000-13,000/s, set by perfdhcp's receive buffer or theirs); empty: free on every CPU")
 	perfMode     = flag.String("perf-threads", "single", "perfdhcp's thread mode (-g): single or multi (its receiver thread in a thread of its own, which on one CPU takes turns with the sender: Kea 15,936/s with 0.37% drops in multi, 16,000/s with none in single); empty: perfdhcp's default")
@@ -140,8 +140,9 @@ type lab struct {
 	pids []int
 }
 
-// pinned confines cmd to -server-cpus (taskset keeps the affinity across
-// the execs that follow: ip netns exec, chrt).
+// pinned confines cmd to the CPU list cpus ("" or "any": not confined;
+// taskset keeps the affinity across the execs that follow: ip netns exec,
+// chrt).
 func pinned(cmd *exec.Cmd, cpus string) *exec.Cmd {
 	if cpus == "" || cpus == "any" {
 		return cmd
@@ -625,8 +626,9 @@ func run(ctx context.Context) error {
 		rows = append(rows, r)
 	}
 	fmt.Printf("\nDHCPv4 4-way exchanges/s sustained with <= %.0f%% drops, %d simulated clients (perfdhcp as relay), %d CPUs, servers measured in turns at each rate", *maxDrop, *clients, runtime.NumCPU())
+	fmt.Printf("; server on CPUs %q, perfdhcp on %q (-g %s), net.core.rmem_default %d", *serverCPUs, *perfCPUs, *perfMode, *rmemDefault)
 	if slices.Contains(modes, "processes") && *idle {
-		fmt.Printf("; nodes n2 and n3 in the SCHED_IDLE class (other machines)")
+		fmt.Printf("; nodes n2 and n3 in the SCHED_IDLE class on CPUs %q (other machines)", *followerCPUs)
 	}
 	fmt.Printf("\n| variant |")
 	for k, c := range cs {
