@@ -171,19 +171,41 @@ func (n *Node) requireAdmin(c *gin.Context) {
 	c.Next()
 }
 
-// requireAgent admits a commissioning agent: X-Rollcall-Token is the
-// cluster's agent token or the configuration's agent_token.
-func (n *Node) requireAgent(c *gin.Context) {
-	tok := c.GetHeader("X-Rollcall-Token")
-	if tok == "" {
-		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "agent token required (X-Rollcall-Token)"})
-		return
+// requireAgent admits a commissioning agent: X-Rollcall-Token is a boot
+// token (boottoken.go), whose MAC the handlers then hold the request to, or,
+// unless bootOnly, the cluster's shared agent token or rollcall.json's
+// agent_token.
+func (n *Node) requireAgent(bootOnly bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		tok := c.GetHeader("X-Rollcall-Token")
+		if tok == "" {
+			n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "agent token required (X-Rollcall-Token)"})
+			return
+		}
+		if strings.HasPrefix(tok, bootTokenPrefix) {
+			mac, err := n.parseBootToken(tok, time.Now())
+			if err != nil {
+				msg := "wrong boot token"
+				if !errors.Is(err, errBootToken) {
+					msg = err.Error() // expiry: written for the operator in parseBootToken
+				}
+				n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg})
+				return
+			}
+			c.Set(ctxAgentMAC, mac)
+			c.Next()
+			return
+		}
+		if !n.tokenOK(tok, func(id store.ClusterIdentity) string { return id.AgentTokenHash }, n.conf.AgentToken) {
+			n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "wrong agent token"})
+			return
+		}
+		if bootOnly {
+			n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "the shared agent token only enlists: this call needs the boot token the machine's boot script hands out (rollcall.token=)"})
+			return
+		}
+		c.Next()
 	}
-	if !n.tokenOK(tok, func(id store.ClusterIdentity) string { return id.AgentTokenHash }, n.conf.AgentToken) {
-		n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "wrong agent token"})
-		return
-	}
-	c.Next()
 }
 
 // tokenOK compares in constant time against the replicated hash and the

@@ -17,9 +17,12 @@ import (
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
-// maxInventoryBytes bounds a commission upload: the largest real inventories
-// (36-disk storage nodes, 8-GPU nodes with full PCI trees) are ~100 KB.
-const maxInventoryBytes = 8 << 20
+// maxInventoryBytes bounds a commission upload: the largest machines of the
+// fleet simulator are 72 KB (inventory.CheckLimits bounds every field).
+const maxInventoryBytes = inventory.MaxDocument
+
+// maxEnlistMACs bounds the MACs an enlist may name (as nics in a report).
+const maxEnlistMACs = 512
 
 type enlistRequest struct {
 	SystemUUID string   `json:"system_uuid"`
@@ -54,6 +57,10 @@ func (n *Node) postEnlist(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
+	if err := checkEnlist(req); err != nil {
+		n.fail(c, err)
+		return
+	}
 	boot := ""
 	if req.BootMAC != "" {
 		m, err := store.NormalizeMAC(req.BootMAC)
@@ -62,6 +69,13 @@ func (n *Node) postEnlist(c *gin.Context) {
 			return
 		}
 		boot = m
+	}
+	if am := agentMAC(c); am != "" {
+		if boot != "" && boot != am {
+			n.fail(c, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: "boot_mac " + boot + " is not the MAC this boot token was handed to (" + am + ")"})
+			return
+		}
+		boot = am
 	}
 	var macs []string
 	for _, raw := range req.MACs {
@@ -78,7 +92,7 @@ func (n *Node) postEnlist(c *gin.Context) {
 	}
 	id := identityOf(req.SystemUUID, req.Serial, boot, macs)
 	newID := newMachineID()
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.MachineEnlist{NewID: newID, Identity: id, Node: n.opts.Name, Now: time.Now().UTC()})
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.MachineEnlist{NewID: newID, Identity: id, Node: n.opts.Name, Now: time.Now().UTC(), AgentMAC: agentMAC(c)})
 	if err != nil {
 		n.fail(c, err)
 		return
@@ -90,6 +104,19 @@ func (n *Node) postEnlist(c *gin.Context) {
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
 	c.JSON(http.StatusOK, EnlistReply{ID: m.ID, State: m.State, Index: idx})
+}
+
+// checkEnlist holds an enlist to the limits of a report's same fields.
+func checkEnlist(req enlistRequest) error {
+	for _, f := range [][2]string{{"system_uuid", req.SystemUUID}, {"serial", req.Serial}, {"boot_mac", req.BootMAC}} {
+		if err := inventory.CheckText(f[0], f[1], false); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	if len(req.MACs) > maxEnlistMACs {
+		return badRequest("macs: %d entries is more than the %d allowed", len(req.MACs), maxEnlistMACs)
+	}
+	return nil
 }
 
 // machineByIdentity reads back the machine an applied enlist or commission
@@ -137,7 +164,10 @@ func (n *Node) postCommission(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	cmd, err := n.commissionCommand(&rep, c.Request.RemoteAddr)
+	if am := agentMAC(c); rep.BootMAC == "" {
+		rep.BootMAC = am
+	}
+	cmd, err := n.commissionCommand(&rep, agentMAC(c))
 	if err != nil {
 		n.fail(c, err)
 		return
@@ -161,9 +191,15 @@ func (n *Node) postCommission(c *gin.Context) {
 // commissionCommand validates a report and turns it into a command: the BMC
 // password is sealed and removed from the stored document before anything
 // leaves this function.
-func (n *Node) commissionCommand(rep *inventory.Report, remote string) (*raftfsm.Commission, error) {
+//
+// agentMAC is the MAC of the boot token the upload came with ("" for
+// an operator's shared agent token): the report's boot MAC must be it.
+func (n *Node) commissionCommand(rep *inventory.Report, agentMAC string) (*raftfsm.Commission, error) {
 	if err := inventory.Validate(rep); err != nil {
 		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_inventory", Message: "inventory rejected: " + strings.ReplaceAll(err.Error(), "\n", "; ")}
+	}
+	if agentMAC != "" && rep.BootMAC != agentMAC {
+		return nil, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: "boot_mac " + rep.BootMAC + " is not the MAC this boot token was handed to (" + agentMAC + ")"}
 	}
 	newID := newMachineID()
 	var bmc *store.BMC
@@ -178,11 +214,12 @@ func (n *Node) commissionCommand(rep *inventory.Report, remote string) (*raftfsm
 		if rep.BMC.Password != "" {
 			// The sealed secret is bound to the machine it belongs to; the
 			// ID is only known after resolution, so bind to the identity key.
-			sealed, err := n.key.Seal([]byte(rep.BMC.Password), []byte(bmcAAD(identityKeyOf(rep))))
+			aad := bmcAAD(aadBMCAgent+identityKeyOf(rep), rep.BMC.Address)
+			sealed, err := n.key.Seal([]byte(rep.BMC.Password), []byte(aad))
 			if err != nil {
 				return nil, err
 			}
-			bmc.PasswordSealed, bmc.PasswordAAD = sealed, bmcAAD(identityKeyOf(rep))
+			bmc.PasswordSealed, bmc.PasswordAAD = sealed, aad
 		}
 		rep.BMC.Password = ""
 	}
@@ -218,6 +255,7 @@ func (n *Node) commissionCommand(rep *inventory.Report, remote string) (*raftfsm
 		BMC:       bmc,
 		Node:      n.opts.Name,
 		Now:       time.Now().UTC(),
+		AgentMAC:  agentMAC,
 	}, nil
 }
 
@@ -229,7 +267,24 @@ func identityKeyOf(rep *inventory.Report) string {
 	return inventory.Key(rep.System.UUID, rep.System.Serial, boot)
 }
 
-func bmcAAD(key string) string { return "bmc-password/" + key }
+// bmcAAD is what a BMC password is sealed to: the record it belongs to and
+// the address it was made for. A password opens only for that address
+// (openBMCPassword): moved to another, it is never sent.
+func bmcAAD(owner, address string) string { return owner + "@" + address }
+
+// openBMCPassword opens a BMC's sealed password for use against its current
+// address. Seals older than the address binding (no "@") open as before:
+// the state machine drops a password whenever the address changes.
+func (n *Node) openBMCPassword(b store.BMC) (string, error) {
+	if i := strings.LastIndexByte(b.PasswordAAD, '@'); i >= 0 && b.PasswordAAD[i+1:] != b.Address {
+		return "", errors.New("the BMC password was set for another address: set it again (rollcall bmc ID -password -)")
+	}
+	pw, err := n.key.Open(b.PasswordSealed, []byte(b.PasswordAAD))
+	if err != nil {
+		return "", errors.New("cannot open the sealed BMC password on this node")
+	}
+	return string(pw), nil
+}
 
 // BMCHintReply is GET /api/v1/bmc-hint: the one answer that carries a BMC
 // password, to the agent only, because the agent must verify the hint out of
@@ -242,16 +297,51 @@ type BMCHintReply struct {
 	Password string `json:"password,omitempty"`
 }
 
+// BMC hints carry passwords, so only the booted machine may ask, only for
+// its own MACs, a few at a time and a few times a minute.
+const (
+	maxHintMACs     = 8
+	hintsPerMinute  = 10
+	hintLimiterKeys = 65536
+)
+
+// getBMCHint is GET /api/v1/bmc-hint?macs=a,b, with a boot token: the MACs
+// must be the token's own MAC or MACs of the machine that owns it.
 func (n *Node) getBMCHint(c *gin.Context) {
+	am := agentMAC(c)
 	raw := c.Query("macs")
 	if raw == "" {
 		n.fail(c, badRequest("macs is required: a comma-separated list of the machine's MACs"))
 		return
 	}
-	for _, s := range strings.Split(raw, ",") {
+	parts := strings.Split(raw, ",")
+	if len(parts) > maxHintMACs {
+		n.fail(c, badRequest("macs: %d MACs is more than the %d a hint may ask for", len(parts), maxHintMACs))
+		return
+	}
+	if !n.hintLimiter.allow(am, time.Now()) {
+		n.fail(c, &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: fmt.Sprintf("at most %d BMC hints a minute for one machine; retry later", hintsPerMinute)})
+		return
+	}
+	own := map[string]bool{am: true}
+	n.db.View(func(tx *store.Tx) error {
+		for _, id := range tx.MachineIDsByMAC(am) {
+			if m, err := tx.Machine(id); err == nil {
+				for _, mac := range m.MACs {
+					own[mac] = true
+				}
+			}
+		}
+		return nil
+	})
+	for _, s := range parts {
 		mac, err := store.NormalizeMAC(s)
 		if err != nil {
 			n.fail(c, err)
+			return
+		}
+		if !own[mac] {
+			n.fail(c, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: mac + " is not a MAC of the machine this boot token was handed to"})
 			return
 		}
 		if h, ok := n.conf.BMCHints[mac]; ok {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAuthzMatrix sends every route of the table with each kind of
@@ -12,6 +13,12 @@ import (
 func TestAuthzMatrix(t *testing.T) {
 	n, admin, agent := startTestNode(t)
 	const wrong = "not-the-token-0123456789abcdef"
+	boot := testBootToken(t, n, "52:54:00:00:a0:01")
+	forged := boot[:len(boot)-2] + "AA" // a boot token with a wrong MAC
+	expired, _, err := n.mintBootToken("52:54:00:00:a0:01", time.Now().Add(-2*bootTokenTTL), bootTokenTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Columns: the credential, presented in the header its route kind reads
 	// (an open route gets the admin form, and the agent header for agent).
@@ -20,7 +27,7 @@ func TestAuthzMatrix(t *testing.T) {
 		header func(kind authKind) []string
 	}
 	headerFor := func(kind authKind, tok string) []string {
-		if kind == authAgent {
+		if kind == authAgent || kind == authBoot {
 			return agentHeader(tok)
 		}
 		return bearer(tok)
@@ -35,6 +42,9 @@ func TestAuthzMatrix(t *testing.T) {
 			return headerFor(k, agent)
 		}},
 		{"admin token", func(k authKind) []string { return headerFor(k, admin) }},
+		{"boot token", func(k authKind) []string { return headerFor(k, boot) }},
+		{"forged boot token", func(k authKind) []string { return headerFor(k, forged) }},
+		{"expired boot token", func(k authKind) []string { return headerFor(k, expired) }},
 		// The right token in the other kind's header counts for nothing.
 		{"right token, other header", func(k authKind) []string {
 			switch k {
@@ -42,15 +52,19 @@ func TestAuthzMatrix(t *testing.T) {
 				return agentHeader(admin)
 			case authAgent:
 				return bearer(agent)
+			case authBoot:
+				return bearer(boot)
 			}
 			return nil
 		}},
 	}
 	// want says whether a column may pass for a route kind.
 	admits := map[authKind]map[string]bool{
-		authNone:  {"no credential": true, "wrong token": true, "agent token": true, "admin token": true, "right token, other header": true},
+		authNone: {"no credential": true, "wrong token": true, "agent token": true, "admin token": true, "right token, other header": true,
+			"boot token": true, "forged boot token": true, "expired boot token": true},
 		authAdmin: {"admin token": true},
-		authAgent: {"agent token": true},
+		authAgent: {"agent token": true, "boot token": true},
+		authBoot:  {"boot token": true},
 	}
 	// Bodies that pass decoding, so an admitted write reaches its handler.
 	bodies := map[string]string{

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -105,7 +106,6 @@ func (n *Node) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
 		imageName = defaultCommissionImage
 	}
 	var machine store.Machine
-	var agentToken string
 	var image store.Image
 	var imageErr error
 	err := n.db.View(func(tx *store.Tx) error {
@@ -116,15 +116,6 @@ func (n *Node) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
 			}
 		}
 		image, imageErr = tx.Image(imageName)
-		id, err := tx.Identity()
-		if err != nil {
-			return err
-		}
-		tok, err := n.key.Open(id.SealedAgentToken, []byte(aadAgentToken))
-		if err != nil {
-			return err
-		}
-		agentToken = string(tok)
 		return nil
 	})
 	if err != nil {
@@ -140,7 +131,17 @@ func (n *Node) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
 			base := "http://" + host
 			data.Kernel = base + "/images/" + image.Name + "/kernel"
 			data.Initrd = base + "/images/" + image.Name + "/initrd"
-			data.Args = n.agentArgs(base, host, agentToken)
+			// Only a commissioning run gets a token, bound to this MAC: the
+			// agent that powers a machine off calls nothing. Without a MAC
+			// (pxelinux's default file for an address no lease names) there
+			// is nothing to bind it to: that agent cannot enlist.
+			token := ""
+			if data.Action == "commission" && mac != "" {
+				if token, _, err = n.mintBootToken(mac, time.Now(), bootTokenTTL); err != nil {
+					return data, err
+				}
+			}
+			data.Args = n.agentArgs(base, host, token)
 		}
 	}
 	return data, nil
@@ -174,7 +175,10 @@ func (n *Node) getBootIPXE(c *gin.Context) {
 
 // agentArgs is the kernel command line the commissioning agent reads.
 func (n *Node) agentArgs(base, host, token string) string {
-	args := []string{"rollcall.server=" + base, "rollcall.token=" + token}
+	args := []string{"rollcall.server=" + base}
+	if token != "" {
+		args = append(args, "rollcall.token="+token)
+	}
 	if n.HTTPSAddr() != "" {
 		h, _, err := net.SplitHostPort(host)
 		if err != nil {

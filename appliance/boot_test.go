@@ -306,7 +306,9 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 		}
 	}
 	expect(store.StateNew, "commission")
-	nodes[0].cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: "52:54:00:00:00:0a", MACs: []string{"52:54:00:00:00:0a"}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()})
+	if _, err := nodes[0].cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: "52:54:00:00:00:0a", MACs: []string{"52:54:00:00:00:0a"}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
 	expect(store.StateReady, "poweroff")
 	nodes[0].cluster.Apply(context.Background(), &raftfsm.Recommission{ID: machine, Now: time.Now().UTC()})
 	expect(store.StateNew, "commission")

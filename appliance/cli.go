@@ -51,6 +51,7 @@ Machines:
   rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]
   rollcall bmc drivers
   rollcall add [-name NAME] [-mac MAC]
+  rollcall boot-token MAC [-ttl 6h] [-json]   the agent token a boot script hands that MAC
   rollcall delete ID|NAME
 
 Network (fabric → VLAN → subnet → ranges, addresses):
@@ -129,6 +130,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdNetwork(cmd, rest, stdout)
 	case "recommission":
 		err = cmdRecommission(rest, stdout)
+	case "boot-token":
+		err = cmdBootToken(rest, stdout)
 	default:
 		fmt.Fprintf(stderr, "rollcall: unknown command %q\n\n%s", cmd, usage)
 		return 2

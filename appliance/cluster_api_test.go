@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,11 +15,6 @@ import (
 // deletes through the others, and every node agrees.
 func TestMachinesOnFollowers(t *testing.T) {
 	nodes, token := startCluster(t, 3)
-	agentTok, err := os.ReadFile(filepath.Join(nodes[0].data, fileAgent))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := strings.TrimSpace(string(agentTok))
 	var followers []*Node
 	for _, n := range nodes {
 		if !n.cluster.IsLeader() {
@@ -32,11 +25,14 @@ func TestMachinesOnFollowers(t *testing.T) {
 		t.Fatalf("%d followers", len(followers))
 	}
 	f1, f2 := followers[0], followers[1]
+	// The machine's boot token, as another node's boot script minted it:
+	// every node checks every node's tokens.
+	boot := testBootToken(t, f2, "02:00:00:00:00:01")
 
 	agentCall := func(n *Node, path, body string, out any) int {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
-		req.Header.Set("X-Rollcall-Token", agent)
+		req.Header.Set("X-Rollcall-Token", boot)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

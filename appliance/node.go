@@ -104,6 +104,7 @@ type Node struct {
 	bootRefused  prometheus.Counter
 	imageFetched prometheus.Counter
 	imageRefused prometheus.Counter
+	hintLimiter  *windowLimiter
 
 	https     *http.Server
 	httpsLn   net.Listener
@@ -151,7 +152,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), imageSync: make(chan struct{}, 1),
-		jobWake: make(chan struct{}, 1), power: builtin.NewRegistry()}
+		jobWake: make(chan struct{}, 1), power: builtin.NewRegistry(),
+		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}

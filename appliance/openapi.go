@@ -84,7 +84,7 @@ func openAPIDocument(routes []route) map[string]any {
 		"components": map[string]any{
 			"securitySchemes": map[string]any{
 				"admin": map[string]any{"type": "http", "scheme": "bearer", "description": "the cluster admin token (DATA/admin.token) or rollcall.json admin_token"},
-				"agent": map[string]any{"type": "apiKey", "in": "header", "name": "X-Rollcall-Token", "description": "the agent token (DATA/agent.token) or rollcall.json agent_token"},
+				"agent": map[string]any{"type": "apiKey", "in": "header", "name": "X-Rollcall-Token", "description": "a boot token (rcb1.…: what the boot script hands one MAC as rollcall.token=, or POST /api/v1/boot-tokens), or for enlisting only the shared agent token (DATA/agent.token) or rollcall.json agent_token"},
 			},
 			"responses": map[string]any{
 				"Error": map[string]any{
@@ -129,7 +129,7 @@ func security(a authKind) []any {
 	switch a {
 	case authAdmin:
 		return []any{map[string]any{"admin": []any{}}}
-	case authAgent:
+	case authAgent, authBoot:
 		return []any{map[string]any{"agent": []any{}}}
 	}
 	// An empty list overrides any top-level requirement: no credential.

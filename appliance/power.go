@@ -20,6 +20,7 @@ import (
 	"github.com/rollcall/rollcall/power/redfish"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
 )
 
 // BMC commands run as jobs queued through Raft (store/jobs.go): any node
@@ -32,6 +33,7 @@ const (
 	jobWait       = 110 * time.Second // how long an API call waits for its job
 	jobRunners    = 16
 	aadBMCMachine = "bmc-password/machine/"
+	aadBMCAgent   = "bmc-password/"
 )
 
 func newJobID() string {
@@ -198,11 +200,11 @@ func (n *Node) execJob(ctx context.Context, j store.Job, log interface {
 	b := *m.BMC
 	target := power.Target{Address: b.Address, User: b.User, Settings: b.Settings, PinnedCertSHA256: b.CertSHA256}
 	if len(b.PasswordSealed) > 0 {
-		pw, err := n.key.Open(b.PasswordSealed, []byte(b.PasswordAAD))
+		pw, err := n.openBMCPassword(b)
 		if err != nil {
-			return raftfsm.JobFinish{Error: "cannot open the sealed BMC password on this node"}
+			return raftfsm.JobFinish{Error: err.Error()}
 		}
-		target.Password = string(pw)
+		target.Password = pw
 	}
 	fin := raftfsm.JobFinish{}
 	event := func(kind, msg string) { fin.Events = append(fin.Events, store.Event{Kind: kind, Message: msg}) }
@@ -412,6 +414,30 @@ type bmcRequest struct {
 	Probe    bool              `json:"probe"`
 }
 
+// maxBMCSettings bounds a BMC's settings: the drivers read a handful.
+const maxBMCSettings = 32
+
+// check holds an operator's BMC to the limits an agent's report has.
+func (r bmcRequest) check() error {
+	for _, f := range [][2]string{{"driver", r.Driver}, {"address", r.Address}, {"user", r.User}, {"password", r.Password}} {
+		if err := inventory.CheckText(f[0], f[1], false); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	if len(r.Settings) > maxBMCSettings {
+		return badRequest("settings: %d entries is more than the %d allowed", len(r.Settings), maxBMCSettings)
+	}
+	for k, v := range r.Settings {
+		if err := inventory.CheckText("settings key", k, false); err != nil {
+			return badRequest("%v", err)
+		}
+		if err := inventory.CheckText("settings."+clip(k), v, false); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	return nil
+}
+
 // putBMC is PUT /api/v1/machines/:id/bmc: an operator sets the BMC. The
 // password is sealed here and never returned.
 func (n *Node) putBMC(c *gin.Context) {
@@ -420,8 +446,12 @@ func (n *Node) putBMC(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
+	if err := req.check(); err != nil {
+		n.fail(c, err)
+		return
+	}
 	if !n.power.Has(req.Driver) {
-		n.fail(c, badRequest("driver %q is not one of %s", req.Driver, strings.Join(n.power.Names(), ", ")))
+		n.fail(c, badRequest("driver %q is not one of %s", clip(req.Driver), strings.Join(n.power.Names(), ", ")))
 		return
 	}
 	if req.Driver != "manual" && req.Address == "" {
@@ -434,7 +464,7 @@ func (n *Node) putBMC(c *gin.Context) {
 	}
 	b := store.BMC{Driver: req.Driver, Address: req.Address, User: req.User, Settings: req.Settings, Source: "operator", Operator: true}
 	if req.Password != "" {
-		aad := aadBMCMachine + m.ID
+		aad := bmcAAD(aadBMCMachine+m.ID, req.Address)
 		sealed, err := n.key.Seal([]byte(req.Password), []byte(aad))
 		if err != nil {
 			n.fail(c, err)

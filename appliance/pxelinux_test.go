@@ -83,6 +83,8 @@ func TestNodeServesPXELinux(t *testing.T) {
 			"commission": strings.Contains(got, kernel) && strings.Contains(got, "initrd=http://127.0.0.1:"+port+"/images/commissioning/initrd rollcall.server=") &&
 				strings.Contains(got, "rollcall.token=") && strings.Contains(got, "rollcall.ca=") && strings.Contains(got, "IPAPPEND 2"),
 			"poweroff": strings.Contains(got, "COM32 poweroff.c32") && !strings.Contains(got, "rollcall.token="),
+			// No MAC, nothing to bind a boot token to: commissioning without one.
+			"commission without a token": strings.Contains(got, kernel) && !strings.Contains(got, "rollcall.token=") && strings.Contains(got, "IPAPPEND 2"),
 		}[action]
 		if !ok {
 			t.Fatalf("%s: want %s:\n%s", name, action, got)
@@ -96,7 +98,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 	expect(cfgName, "commission") // new
 	n.cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: mac, MACs: []string{mac}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()})
 	expect(cfgName, "poweroff")
-	expect("pxelinux.cfg/default", "commission") // 127.0.0.1 holds no lease
+	expect("pxelinux.cfg/default", "commission without a token") // 127.0.0.1 holds no lease
 
 	// What pxelinux asks before and after the MAC file, and bad names.
 	refusedBefore := testutil.ToFloat64(n.bootRefused)
@@ -126,13 +128,24 @@ func TestNodeServesPXELinux(t *testing.T) {
 		t.Errorf("rollcall_tftp_refused_total{reason=not-found} = %v", got)
 	}
 
-	// The token is in the commissioning files, never in the log.
-	token := readToken(t, data, fileAgent)
-	if got, _ := fetch("pxelinux.cfg/default"); !strings.Contains(got, "rollcall.token="+token+" ") {
-		t.Errorf("default lacks the agent token:\n%s", got)
+	// A MAC's file carries that MAC's boot token, never the shared agent
+	// token; neither is in the log.
+	shared := readToken(t, data, fileAgent)
+	got, _ := fetch("pxelinux.cfg/01-52-54-00-00-99-99")
+	m := tokenArg.FindStringSubmatch(got)
+	if m == nil || !strings.HasPrefix(m[1], bootTokenPrefix) {
+		t.Fatalf("the MAC file has no boot token:\n%s", got)
 	}
-	if l := logs.String(); strings.Contains(l, token) || !strings.Contains(l, "pxelinux config") {
-		t.Errorf("the token is in the log, or the log has no pxelinux config line:\n%s", l)
+	if mac, err := n.parseBootToken(m[1], time.Now()); err != nil || mac != "52:54:00:00:99:99" {
+		t.Errorf("the boot token is for %q (%v)", mac, err)
+	}
+	for _, name := range []string{"pxelinux.cfg/default", "pxelinux.cfg/01-52-54-00-00-99-99"} {
+		if got, _ := fetch(name); strings.Contains(got, shared) {
+			t.Errorf("%s hands out the shared agent token:\n%s", name, got)
+		}
+	}
+	if l := logs.String(); strings.Contains(l, shared) || strings.Contains(l, m[1]) || !strings.Contains(l, "pxelinux config") {
+		t.Errorf("a token is in the log, or the log has no pxelinux config line:\n%s", l)
 	}
 }
 

@@ -15,7 +15,8 @@ type authKind string
 const (
 	authNone  authKind = "none"
 	authAdmin authKind = "admin"
-	authAgent authKind = "agent"
+	authAgent authKind = "agent" // the shared agent token or a boot token
+	authBoot  authKind = "boot"  // a boot token only: acts on its own machine
 )
 
 func (a authKind) middleware(n *Node) []gin.HandlerFunc {
@@ -23,7 +24,9 @@ func (a authKind) middleware(n *Node) []gin.HandlerFunc {
 	case authAdmin:
 		return []gin.HandlerFunc{n.requireAdmin}
 	case authAgent:
-		return []gin.HandlerFunc{n.requireAgent}
+		return []gin.HandlerFunc{n.requireAgent(false)}
+	case authBoot:
+		return []gin.HandlerFunc{n.requireAgent(true)}
 	}
 	return nil
 }
@@ -53,8 +56,9 @@ func (n *Node) coreRoutes() []route {
 		{"GET", "/api/v1/openapi.json", authNone, "this document", nil, n.getOpenAPI},
 
 		{"POST", "/api/v1/enlist", authAgent, "agent's first contact: find or create the machine, move it to commissioning", enlistRequest{}, n.postEnlist},
-		{"POST", "/api/v1/commission", authAgent, "inventory upload from the commissioning agent; moves the machine to ready", commissionExample(), n.postCommission},
-		{"GET", "/api/v1/bmc-hint", authAgent, "out-of-band BMC hint for machines without in-band IPMI (?macs=a,b)", nil, n.getBMCHint},
+		{"POST", "/api/v1/commission", authBoot, "inventory upload from the commissioning agent; moves the machine to ready", commissionExample(), n.postCommission},
+		{"GET", "/api/v1/bmc-hint", authBoot, "out-of-band BMC hint for the booted machine's own MACs (?macs=a,b; at most 8)", nil, n.getBMCHint},
+		{"POST", "/api/v1/boot-tokens", authAdmin, "mint the agent token a boot script hands one MAC", bootTokenRequest{}, n.postBootToken},
 
 		{"GET", "/api/v1/cluster", authAdmin, "members, voters, leader, applied index, last contact", nil, n.getCluster},
 		{"POST", "/api/v1/cluster/join-codes", authAdmin, "a one-time join code for a new node", joinCodeRequest{}, n.postJoinCode},

@@ -20,24 +20,43 @@ func (c *Cluster) Apply(ctx context.Context, cmd Command) (uint64, error) {
 	}
 	// Encoded here from a typed command: no need to decode it again (a
 	// 50 KB inventory costs as much to decode as to apply).
-	return c.propose(ctx, data)
+	return c.propose(ctx, data, cmd)
 }
 
 // ApplyRaw is Apply for an already encoded entry from elsewhere. The entry is
 // decoded here first, so a malformed one never enters the log (decoding
 // failures in the state machine stop a node).
 func (c *Cluster) ApplyRaw(ctx context.Context, data []byte) (uint64, error) {
-	if _, err := Decode(data); err != nil {
+	cmd, err := Decode(data)
+	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errBadCommand, err)
 	}
-	return c.propose(ctx, data)
+	return c.propose(ctx, data, cmd)
 }
 
-func (c *Cluster) propose(ctx context.Context, data []byte) (uint64, error) {
+// precheck runs a command against the local store in a transaction that is
+// rolled back, on the leader before it proposes: a command the state machine
+// would refuse (a conflict, a missing record, an invalid value) is answered
+// with that error and takes no Raft entry. The state machine checks again
+// when it applies, since the store may change in between. Lease commands,
+// the DHCP hot path, are not prechecked: their proposers check them.
+func (c *Cluster) precheck(cmd Command) error {
+	switch t := cmd.Type(); {
+	case t == TypeNoop, t == TypeBatch, t >= TypeLeaseBlockClaim && t <= TypeLeaseExpire:
+		return nil
+	}
+	return c.fsm.db.DryRun(cmd.apply)
+}
+
+func (c *Cluster) propose(ctx context.Context, data []byte, cmd Command) (uint64, error) {
 	start := time.Now()
 	var idx uint64
 	var err error
 	if c.raft.State() == raft.Leader {
+		if err := c.precheck(cmd); err != nil {
+			c.Metrics.observeApply(start, err)
+			return 0, err
+		}
 		idx, err = c.applyLocal(ctx, data)
 	} else {
 		idx, err = c.forward(ctx, data)

@@ -383,12 +383,14 @@ func TestClusterBusinessErrorsThroughForwarding(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	before := tc.leader(10*time.Second).cluster().FSM().AppliedIndex()
 	idx, err := f.cluster().Apply(ctx, create(1))
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("duplicate create forwarded from %s: err = %v, want ErrConflict", f.name, err)
 	}
-	if idx == 0 {
-		t.Errorf("a business error should still report the index it was applied at")
+	// The leader's precheck refused it: no entry was proposed.
+	if after := tc.leader(10*time.Second).cluster().FSM().AppliedIndex(); idx != 0 || after != before {
+		t.Errorf("a refused command took an entry: index %d, leader applied %d → %d", idx, before, after)
 	}
 	if _, err := f.cluster().Apply(ctx, &MachineCreate{ID: machineID(2), Name: "Not A Label", Now: t0}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("invalid name forwarded: err = %v, want ErrInvalid", err)

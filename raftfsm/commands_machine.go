@@ -79,8 +79,8 @@ func machineCommands() map[Type]commandInfo {
 		TypeMachineCreate: {"machine-create", 1, func() Command { return &MachineCreate{} }},
 		TypeMachineDelete: {"machine-delete", 1, func() Command { return &MachineDelete{} }},
 		TypeMachineEvent:  {"machine-event", 1, func() Command { return &MachineEvent{} }},
-		TypeMachineEnlist: {"machine-enlist", 1, func() Command { return &MachineEnlist{} }},
-		TypeCommission:    {"commission", 2, func() Command { return &Commission{} }},
+		TypeMachineEnlist: {"machine-enlist", 2, func() Command { return &MachineEnlist{} }},
+		TypeCommission:    {"commission", 3, func() Command { return &Commission{} }},
 		TypeRecommission:  {"recommission", 1, func() Command { return &Recommission{} }},
 	}
 }
@@ -102,6 +102,10 @@ type MachineEnlist struct {
 	Identity Identity  `json:"identity"`
 	Node     string    `json:"node,omitempty"`
 	Now      time.Time `json:"now"`
+	// AgentMAC is the MAC the agent's boot token was minted for ("" for the
+	// shared agent token): the command may then act only on that machine
+	// (CheckAgentScope). Added in body version 2.
+	AgentMAC string `json:"agent_mac,omitempty"`
 }
 
 // Commission stores an inventory upload and moves the machine to ready. The
@@ -115,6 +119,9 @@ type Commission struct {
 	BMC       *store.BMC        `json:"bmc,omitempty"`
 	Node      string            `json:"node,omitempty"`
 	Now       time.Time         `json:"now"`
+	// AgentMAC is the MAC of the boot token the upload came with, as for
+	// MachineEnlist. Added in body version 3.
+	AgentMAC string `json:"agent_mac,omitempty"`
 }
 
 // Recommission sends a machine back to new, so that its next network boot
@@ -128,8 +135,8 @@ type Recommission struct {
 func (*MachineEnlist) Type() Type     { return TypeMachineEnlist }
 func (*Commission) Type() Type        { return TypeCommission }
 func (*Recommission) Type() Type      { return TypeRecommission }
-func (*MachineEnlist) Version() uint8 { return 1 }
-func (*Commission) Version() uint8    { return 2 }
+func (*MachineEnlist) Version() uint8 { return 2 }
+func (*Commission) Version() uint8    { return 3 }
 func (*Recommission) Version() uint8  { return 1 }
 
 // resolve finds the machine an identity belongs to:
@@ -244,6 +251,9 @@ func adopt(tx *store.Tx, m *store.Machine, id Identity, now time.Time) error {
 }
 
 func (c *MachineEnlist) apply(tx *store.Tx) error {
+	if err := CheckAgentScope(tx, c.Identity, c.AgentMAC); err != nil {
+		return err
+	}
 	m, found, err := findOrCreate(tx, c.Identity, c.NewID, c.Now)
 	if err != nil {
 		return err
@@ -266,6 +276,9 @@ func (c *MachineEnlist) apply(tx *store.Tx) error {
 }
 
 func (c *Commission) apply(tx *store.Tx) error {
+	if err := CheckAgentScope(tx, c.Identity, c.AgentMAC); err != nil {
+		return err
+	}
 	m, found, err := findOrCreate(tx, c.Identity, c.NewID, c.Now)
 	if err != nil {
 		return err
@@ -288,13 +301,17 @@ func (c *Commission) apply(tx *store.Tx) error {
 	m.Summary = c.Summary
 	m.IPs = c.IPs
 	m.Commissioned = c.Now
-	if c.BMC != nil {
-		bmc := *c.BMC
-		bmc.UpdatedAt = c.Now
-		if bmc.PasswordSealed == nil && m.BMC != nil {
-			// An upload without a new password keeps the old one.
-			bmc.PasswordSealed, bmc.PasswordAAD = m.BMC.PasswordSealed, m.BMC.PasswordAAD
+	switch {
+	case c.BMC == nil:
+	case m.BMC != nil && m.BMC.Operator:
+		// An agent never changes a BMC an operator set: its report could
+		// otherwise point the operator's credentials at any address.
+		if c.BMC.Address != m.BMC.Address || c.BMC.Driver != m.BMC.Driver || c.BMC.PasswordSealed != nil {
+			events = append(events, store.Event{Kind: "bmc-kept", Message: fmt.Sprintf("the agent reported BMC %s %s; kept the one an operator set (%s %s)", c.BMC.Driver, c.BMC.Address, m.BMC.Driver, m.BMC.Address)})
 		}
+	default:
+		bmc := mergeBMC(m.BMC, *c.BMC)
+		bmc.UpdatedAt = c.Now
 		m.BMC = &bmc
 		if len(bmc.Errors) > 0 {
 			events = append(events, store.Event{Kind: "bmc-error", Message: strings.Join(bmc.Errors, "; ")})
@@ -304,6 +321,76 @@ func (c *Commission) apply(tx *store.Tx) error {
 		return err
 	}
 	return tx.PutInventory(m.ID, c.Inventory)
+}
+
+// mergeBMC is the one rule for replacing a BMC record: a sealed password
+// and a certificate pin carry over from the old record only while the
+// address stays the same (IPMI to Redfish on one BMC keeps them). A password
+// is bound to the BMC it was created for: a new address needs a new
+// password, or none is sent.
+func mergeBMC(old *store.BMC, b store.BMC) store.BMC {
+	if old == nil || old.Address != b.Address {
+		return b
+	}
+	if b.PasswordSealed == nil {
+		b.PasswordSealed, b.PasswordAAD = old.PasswordSealed, old.PasswordAAD
+	}
+	if b.CertSHA256 == "" {
+		b.CertSHA256 = old.CertSHA256
+	}
+	return b
+}
+
+// CheckAgentScope narrows what a booted machine's agent may touch: with a
+// boot token for agentMAC, the command may act only on the machine that
+// owns agentMAC (or create one when none does), only while that machine is
+// new or commissioning, and may claim no MAC and no identity of another
+// machine that is past commissioning. agentMAC "" (the shared agent token,
+// which only operators hold now) is not narrowed. The proposer calls it
+// before proposing and the state machine again when it applies.
+func CheckAgentScope(tx *store.Tx, id Identity, agentMAC string) error {
+	if agentMAC == "" {
+		return nil
+	}
+	if id.BootMAC != agentMAC {
+		return fmt.Errorf("the boot token is for %s, not boot MAC %q: %w", agentMAC, id.BootMAC, store.ErrForbidden)
+	}
+	open := func(m store.Machine) bool {
+		return m.State == store.StateNew || m.State == store.StateCommissioning
+	}
+	var owner string
+	if ids := tx.MachineIDsByMAC(agentMAC); len(ids) > 0 {
+		m, err := tx.Machine(ids[0])
+		if err != nil {
+			return err
+		}
+		if !open(m) {
+			return fmt.Errorf("machine %s is %s: its boot token acts only while it is new or commissioning: %w", m.ID, m.State, store.ErrForbidden)
+		}
+		owner = m.ID
+	}
+	target, found, err := resolve(tx, id)
+	if err != nil {
+		return err
+	}
+	if found && target.ID != owner && !open(target) {
+		return fmt.Errorf("the report names machine %s (%s), which does not own %s: %w", target.ID, target.State, agentMAC, store.ErrForbidden)
+	}
+	for _, mac := range id.MACs {
+		for _, other := range tx.MachineIDsByMAC(mac) {
+			if other == owner || found && other == target.ID {
+				continue
+			}
+			o, err := tx.Machine(other)
+			if err != nil {
+				return err
+			}
+			if !open(o) {
+				return fmt.Errorf("mac %s belongs to machine %s (%s): an operator must release it: %w", mac, o.ID, o.State, store.ErrForbidden)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Recommission) apply(tx *store.Tx) error {

@@ -143,7 +143,9 @@ func (c *JobFinish) apply(tx *store.Tx) error {
 	}
 	if u := c.BMC; u != nil && m.BMC != nil {
 		changed := false
-		if u.CertSHA256 != "" && u.CertSHA256 != m.BMC.CertSHA256 {
+		// A job pins a certificate only where none is pinned: re-pinning
+		// is an operator's decision (BMCSet).
+		if u.CertSHA256 != "" && m.BMC.CertSHA256 == "" {
 			m.BMC.CertSHA256, changed = u.CertSHA256, true
 		}
 		if u.Driver != "" && u.Driver != m.BMC.Driver && !m.BMC.Operator {
@@ -174,13 +176,7 @@ func (c *BMCSet) apply(tx *store.Tx) error {
 	if c.BMC.Driver == "" {
 		return fmt.Errorf("a BMC needs a driver: %w", store.ErrInvalid)
 	}
-	b := c.BMC
-	if b.PasswordSealed == nil && m.BMC != nil {
-		b.PasswordSealed, b.PasswordAAD = m.BMC.PasswordSealed, m.BMC.PasswordAAD
-	}
-	if b.CertSHA256 == "" && m.BMC != nil && m.BMC.Address == b.Address {
-		b.CertSHA256 = m.BMC.CertSHA256
-	}
+	b := mergeBMC(m.BMC, c.BMC)
 	b.UpdatedAt = c.Now
 	m.BMC, m.UpdatedAt = &b, c.Now
 	if err := tx.PutMachine(m); err != nil {

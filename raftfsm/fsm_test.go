@@ -355,7 +355,7 @@ func TestCommissionVersion1StillDecodes(t *testing.T) {
 	})
 	// And the current version round-trips, inventory byte for byte.
 	cur, _ := Encode(cm)
-	if cur[1] != 2 {
+	if cur[1] != 3 {
 		t.Fatalf("current version %d", cur[1])
 	}
 	back, err := Decode(cur)

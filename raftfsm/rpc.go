@@ -109,8 +109,10 @@ func (c *Cluster) handleApply(w http.ResponseWriter, r *http.Request) {
 	reply := applyReply{}
 	if c.raft.State() != raft.Leader {
 		reply.Error = toWire(ErrNoLeader) // no second hop: the caller re-resolves the leader
-	} else if _, derr := Decode(data); derr != nil {
+	} else if cmd, derr := Decode(data); derr != nil {
 		reply.Error = toWire(fmt.Errorf("%w: %v", errBadCommand, derr))
+	} else if perr := c.precheck(cmd); perr != nil {
+		reply.Error = toWire(perr)
 	} else {
 		idx, aerr := c.applyLocal(r.Context(), data)
 		reply.Index = idx

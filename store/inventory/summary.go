@@ -6,8 +6,6 @@ import (
 	"net"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Summary is what lists and filters need of an inventory, kept on the
@@ -72,14 +70,6 @@ func Summarize(r *Report) Summary {
 	return s
 }
 
-// Limits on a report, generous for the largest real machines (a 36-disk
-// storage node, 8 GPUs with 4 HCAs, 2 sockets with 48 DIMMs) yet small
-// enough that a hostile upload cannot bloat the store.
-const (
-	maxItems  = 4096
-	maxString = 4096
-)
-
 // Validate checks a report and normalises what the server relies on (MACs,
 // UUID). It returns every problem found, joined, so an agent author sees them
 // all at once.
@@ -110,27 +100,8 @@ func Validate(r *Report) error {
 			r.NICs[i].MAC = m
 		}
 	}
-	for name, n := range map[string]int{
-		"dimms": len(r.DIMMs), "cpus": len(r.CPUs), "disks": len(r.Disks), "nvme": len(r.NVMe),
-		"nics": len(r.NICs), "infiniband": len(r.IB), "gpus": len(r.GPUs), "pci": len(r.PCI),
-		"lldp": len(r.LLDP), "errors": len(r.Errors),
-	} {
-		if n > maxItems {
-			add("%s: %d entries is more than the %d allowed", name, n, maxItems)
-		}
-	}
-	for _, f := range []struct {
-		name, v string
-	}{
-		{"system.serial", r.System.Serial}, {"system.manufacturer", r.System.Manufacturer},
-		{"system.product", r.System.Product}, {"baseboard.serial", r.Baseboard.Serial},
-	} {
-		if len(f.v) > maxString {
-			add("%s: longer than %d bytes", f.name, maxString)
-		}
-		if strings.IndexFunc(f.v, unicode.IsControl) >= 0 || !utf8.ValidString(f.v) {
-			add("%s: control characters or invalid UTF-8", f.name)
-		}
+	if err := CheckLimits(r); err != nil {
+		add("%v", err)
 	}
 	for i, d := range r.Disks {
 		if d.SizeBytes < 0 {
@@ -144,9 +115,6 @@ func Validate(r *Report) error {
 	}
 	if r.Memory.TotalBytes < 0 {
 		add("memory.total_bytes: negative")
-	}
-	if r.BMC != nil && len(r.BMC.Password) > 256 {
-		add("bmc.password: longer than 256 bytes")
 	}
 	if len(errs) == 0 && Key(r.System.UUID, r.System.Serial, r.BootMAC) == "" && len(r.NICs) == 0 {
 		add("report names no identity: no usable system.uuid, system.serial, boot_mac or NIC MAC")

@@ -1,0 +1,417 @@
+package appliance
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/inventory"
+)
+
+// Regression tests for the outside probe's findings on the agent's side of
+// the API (the provisioning network is hostile): each reproduction first,
+// then the same class elsewhere.
+
+// importTestImage makes the commissioning image exist, so boot scripts boot
+// the agent (and hand out its token).
+func importTestImage(t *testing.T, n *Node, admin string) {
+	t.Helper()
+	kf := upload(t, n, admin, "commissioning", "kernel", []byte("kernel bytes"))
+	inf := upload(t, n, admin, "commissioning", "initrd", []byte("initrd bytes"))
+	body, _ := json.Marshal(imageRequest{Name: "commissioning", Files: []store.ImageFile{kf, inf}})
+	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), nil); code != http.StatusCreated {
+		t.Fatalf("post image: %d", code)
+	}
+}
+
+var tokenArg = regexp.MustCompile(`rollcall\.token=(\S+)`)
+
+// scriptToken is the token the iPXE script hands mac.
+func scriptToken(t *testing.T, n *Node, mac string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + n.HTTPAddr() + "/boot/ipxe?mac=" + mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := tokenArg.FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("no token in the script for %s:\n%s", mac, b)
+	}
+	return m[1]
+}
+
+// Finding 1: a commission upload with the agent token redirected an
+// operator-set BMC to the attacker's address, and the next power call sent
+// the operator's password there.
+func TestBMCCannotBeRedirected(t *testing.T) {
+	n, admin, agent := startTestNode(t)
+	importTestImage(t, n, admin)
+	const mac = "52:54:00:00:77:01"
+
+	// The attacker's "BMC": any request reaching it is a leak.
+	var hits atomic.Int32
+	trap := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "trap", http.StatusTeapot)
+	}))
+	defer trap.Close()
+	trapAddr := strings.TrimPrefix(trap.URL, "https://")
+
+	if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "victim", MAC: mac}, bearer(admin)...); r.status != http.StatusCreated {
+		t.Fatalf("add: %s", r)
+	}
+	if r := do(t, n, "PUT", "/api/v1/machines/victim/bmc", bmcRequest{Driver: "ipmi", Address: "127.0.0.1", User: "opadmin", Password: "op-secret-1"}, bearer(admin)...); r.status != http.StatusOK {
+		t.Fatalf("bmc: %s", r)
+	}
+	before := machineByName(t, n, "victim")
+
+	// The shared agent token no longer commissions at all.
+	attack := `{"version":1,"boot_mac":"` + mac + `","bmc":{"driver":"redfish","address":"` + trapAddr + `","user":"opadmin"}}`
+	if r := do(t, n, "POST", "/api/v1/commission", attack, agentHeader(agent)...); r.status != http.StatusUnauthorized {
+		t.Fatalf("commission with the shared agent token: %s, want 401", r)
+	}
+	// The boot token the script hands that MAC commissions, but cannot
+	// touch the operator's BMC.
+	boot := scriptToken(t, n, mac)
+	if r := do(t, n, "POST", "/api/v1/commission", attack, agentHeader(boot)...); r.status != http.StatusOK {
+		t.Fatalf("commission with the boot token: %s", r)
+	}
+	after := machineByName(t, n, "victim")
+	if after.BMC == nil || after.BMC.Driver != "ipmi" || after.BMC.Address != "127.0.0.1" || string(after.BMC.PasswordSealed) != string(before.BMC.PasswordSealed) {
+		t.Fatalf("the operator's BMC changed: %+v", after.BMC)
+	}
+	if d, _ := getMachine(t, n, admin, "victim"); !hasEvent(d.Events, "bmc-kept") {
+		t.Errorf("no bmc-kept event: %+v", d.Events)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("%d requests reached the attacker's address", hits.Load())
+	}
+}
+
+// A password is bound to the address it was made for, whoever changes it.
+func TestBMCPasswordBoundToAddress(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	rep := testReport("0f9e8d7c-6b5a-4c3d-8e2f-1a0b9c8d7e6f", "BIND0001", "0c:c4:7a:77:00:01")
+	rep.BMC = &inventory.BMC{Driver: "ipmi", Address: "127.0.0.1:6230", User: "rollcall", Password: "agent-made-1"}
+	id := commission(t, n, "", rep).ID
+	m := machineByName(t, n, id)
+	if pw, err := n.openBMCPassword(*m.BMC); err != nil || pw != "agent-made-1" {
+		t.Fatalf("open the agent's password: %q %v", pw, err)
+	}
+	// The same agent, booted again, reports another address and no password.
+	if r := do(t, n, "POST", "/api/v1/machines/"+id+"/recommission", nil, bearer(admin)...); r.status != http.StatusOK {
+		t.Fatalf("recommission: %s", r)
+	}
+	rep.BMC = &inventory.BMC{Driver: "ipmi", Address: "127.0.0.1:6231", User: "rollcall"}
+	commission(t, n, "", rep)
+	if m := machineByName(t, n, id); len(m.BMC.PasswordSealed) != 0 || m.BMC.Address != "127.0.0.1:6231" {
+		t.Fatalf("the password followed the BMC to a new address: %+v", m.BMC)
+	}
+	// A sealed password moved to another address by hand never opens.
+	moved := *m.BMC
+	moved.Address = "127.0.0.1:9999"
+	if _, err := n.openBMCPassword(moved); err == nil {
+		t.Fatal("a password opened for an address it was not made for")
+	}
+	// An operator who changes the address without a password loses it too.
+	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", bmcRequest{Driver: "ipmi", Address: "127.0.0.1:6232", User: "op", Password: "op-made-1"}, bearer(admin)...); r.status != http.StatusOK {
+		t.Fatalf("bmc: %s", r)
+	}
+	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", bmcRequest{Driver: "ipmi", Address: "127.0.0.1:6233", User: "op"}, bearer(admin)...); r.status != http.StatusOK {
+		t.Fatalf("bmc: %s", r)
+	}
+	if m := machineByName(t, n, id); len(m.BMC.PasswordSealed) != 0 {
+		t.Fatalf("the operator's password followed a new address: %+v", m.BMC)
+	}
+}
+
+func machineByName(t *testing.T, n *Node, ref string) store.Machine {
+	t.Helper()
+	var m store.Machine
+	n.db.View(func(tx *store.Tx) error { m, _ = tx.MachineByRef(ref); return nil })
+	if m.ID == "" {
+		t.Fatalf("no machine %s", ref)
+	}
+	return m
+}
+
+// A boot token acts for its own machine only, and only while it boots.
+func TestBootTokenScope(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	importTestImage(t, n, admin)
+	ready := testReport("1a2b3c4d-0000-4e5f-8a9b-0c1d2e3f4a01", "READY0001", "0c:c4:7a:70:00:01", "0c:c4:7a:70:00:02")
+	commission(t, n, "", ready)
+
+	attacker := "52:54:00:66:00:01"
+	boot := agentHeader(scriptToken(t, n, attacker))
+	tests := map[string]struct {
+		path string
+		body any
+		want int
+		msg  string
+	}{
+		"enlist as another MAC":                        {"/api/v1/enlist", enlistRequest{Serial: "EVIL0001", BootMAC: "52:54:00:66:00:02"}, 403, "not the MAC"},
+		"enlist claiming a ready machine's UUID":       {"/api/v1/enlist", enlistRequest{SystemUUID: ready.System.UUID, BootMAC: attacker}, 403, "does not own"},
+		"enlist taking a ready machine's MAC":          {"/api/v1/enlist", enlistRequest{Serial: "EVIL0002", BootMAC: attacker, MACs: []string{attacker, "0c:c4:7a:70:00:02"}}, 403, "an operator must release it"},
+		"commission claiming a ready machine's UUID": {"/api/v1/commission", testReport(ready.System.UUID, "EVIL0003", attacker), 403, "does not own"},
+		"commission as the ready machine":              {"/api/v1/commission", ready, 403, "not the MAC"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := stateOf(n)
+			r := do(t, n, "POST", tc.path, tc.body, boot...)
+			if r.status != tc.want || !strings.Contains(r.errorMessage(), tc.msg) {
+				t.Fatalf("got %s, want %d with %q", r, tc.want, tc.msg)
+			}
+			if after := stateOf(n); after != before {
+				t.Errorf("a refused request changed the store or took an entry: %+v → %+v", before, after)
+			}
+		})
+	}
+	// The ready machine's own token is refused too: it acts only while
+	// its machine is new or commissioning.
+	// (Its boot script powers it off and hands out no token at all.)
+	own := agentHeader(testBootToken(t, n, ready.BootMAC))
+	if r := do(t, n, "POST", "/api/v1/enlist", enlistRequest{SystemUUID: ready.System.UUID, BootMAC: ready.BootMAC}, own...); r.status != http.StatusForbidden {
+		t.Fatalf("a ready machine's token enlisted: %s", r)
+	}
+	// A token for one MAC has nothing in common with another's.
+	if a, b := scriptToken(t, n, "52:54:00:66:00:01"), scriptToken(t, n, "52:54:00:66:00:02"); a == b || !strings.HasPrefix(a, bootTokenPrefix) {
+		t.Fatalf("tokens %q and %q", a, b)
+	}
+}
+
+// Finding 4: 65,536 MACs were searched for BMC hints in 4 requests.
+func TestBMCHintsOnlyForTheBootedMachine(t *testing.T) {
+	n, _, agent := startTestNodeWith(t, testNodeOptions{config: `{"bmc_hints": {"52:54:00:55:00:09": {"driver": "redfish", "address": "127.0.0.1:1", "user": "u", "password": "hint-secret-9"}}}`})
+	boot := agentHeader(testBootToken(t, n, "52:54:00:55:00:01"))
+	many := make([]string, 16384)
+	for i := range many {
+		many[i] = "52:54:00:55:" + hex2(i>>8) + ":" + hex2(i&0xff)
+	}
+	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs="+strings.Join(many, ","), nil, boot...); r.status != http.StatusBadRequest {
+		t.Fatalf("16,384 MACs: %s", r)
+	}
+	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, boot...); r.status != http.StatusForbidden || strings.Contains(string(r.body), "hint-secret") {
+		t.Fatalf("another machine's hint: %s", r)
+	}
+	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, agentHeader(agent)...); r.status != http.StatusUnauthorized {
+		t.Fatalf("hint with the shared agent token: %s", r)
+	}
+	owner := agentHeader(testBootToken(t, n, "52:54:00:55:00:09"))
+	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, owner...); r.status != http.StatusOK || !strings.Contains(string(r.body), "hint-secret-9") {
+		t.Fatalf("the machine's own hint: %s", r)
+	}
+	limited := false
+	for range hintsPerMinute + 1 {
+		if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, owner...); r.status == http.StatusTooManyRequests {
+			limited = true
+		}
+	}
+	if !limited {
+		t.Fatalf("%d hints in a row were not rate-limited", hintsPerMinute+2)
+	}
+}
+
+func hex2(b int) string { return fmt.Sprintf("%02x", b&0xff) }
+
+// Finding 2: 300,000 addresses under one NIC stalled every write of the
+// cluster. Every field is bounded, before anything is proposed.
+func TestCommissionLimits(t *testing.T) {
+	n, _, _ := startTestNode(t)
+	const mac = "0c:c4:7a:71:00:01"
+	boot := agentHeader(testBootToken(t, n, mac))
+	post := func(t *testing.T, rep inventory.Report) apiResponse {
+		t.Helper()
+		before := stateOf(n)
+		r := do(t, n, "POST", "/api/v1/commission", rep, boot...)
+		if after := stateOf(n); r.status != http.StatusOK && after != before {
+			t.Errorf("a refused report changed the store or took an entry: %+v → %+v", before, after)
+		}
+		return r
+	}
+	rep := testReport("2b3c4d5e-0000-4f60-8a9b-0c1d2e3f4a02", "LIMIT0001", mac)
+	ips := make([]string, 300000)
+	for i := range ips {
+		ips[i] = "10.0.0.1"
+	}
+	rep.NICs[0].IPs = ips
+	if r := post(t, rep); r.status != http.StatusRequestEntityTooLarge && r.status != http.StatusBadRequest {
+		t.Fatalf("300,000 addresses: %s", r)
+	}
+	rep.NICs[0].IPs = ips[:65]
+	if r := post(t, rep); r.status != http.StatusBadRequest || !strings.Contains(r.errorMessage(), "nics[].ips") {
+		t.Fatalf("65 addresses on one NIC: %s", r)
+	}
+	rep.NICs[0].IPs = nil
+
+	// Every string field of a report, one at a time: too long, then with a
+	// terminal escape.
+	for _, path := range stringFields(reflect.TypeOf(inventory.Report{}), "") {
+		for what, v := range map[string]string{"long": strings.Repeat("x", 1100), "escape": "a\x1b[2Jb"} {
+			r := rep
+			b, _ := json.Marshal(r)
+			var doc map[string]any
+			json.Unmarshal(b, &doc)
+			setPath(doc, path, v)
+			body, _ := json.Marshal(doc)
+			got := post(t, decodeReport(t, body))
+			if got.status != http.StatusBadRequest && got.status != http.StatusForbidden {
+				t.Errorf("%s %s: %s", path, what, got)
+			}
+		}
+	}
+	// The largest machine of the fleet simulator fits with room to spare.
+	if r := post(t, rep); r.status != http.StatusOK {
+		t.Fatalf("a normal report: %s", r)
+	}
+}
+
+// stringFields lists the JSON paths of every string field reachable in t
+// without going through a list (lists get one element made for them).
+func stringFields(t reflect.Type, prefix string) []string {
+	var out []string
+	switch t.Kind() {
+	case reflect.Pointer:
+		return stringFields(t.Elem(), prefix)
+	case reflect.Slice:
+		return stringFields(t.Elem(), prefix+"[]")
+	case reflect.Struct:
+		if t == reflect.TypeOf(time.Time{}) {
+			return nil
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			p := name
+			if prefix != "" {
+				p = prefix + "." + name
+			}
+			out = append(out, stringFields(f.Type, p)...)
+		}
+	case reflect.String:
+		out = append(out, prefix)
+	}
+	return out
+}
+
+// setPath sets a string at a path of stringFields in a decoded document,
+// making the objects and one-element lists on the way.
+func setPath(doc map[string]any, path string, v string) {
+	parts := strings.Split(path, ".")
+	var cur any = doc
+	for i, p := range parts {
+		list := strings.HasSuffix(p, "[]")
+		key := strings.TrimSuffix(p, "[]")
+		m := cur.(map[string]any)
+		last := i == len(parts)-1
+		switch {
+		case last && list:
+			m[key] = []any{v}
+		case last:
+			m[key] = v
+		case list:
+			l, _ := m[key].([]any)
+			if len(l) == 0 {
+				l = []any{map[string]any{}}
+			}
+			if _, ok := l[0].(map[string]any); !ok {
+				l[0] = map[string]any{}
+			}
+			m[key] = l
+			cur = l[0]
+		default:
+			o, ok := m[key].(map[string]any)
+			if !ok {
+				o = map[string]any{}
+				m[key] = o
+			}
+			cur = o
+		}
+	}
+}
+
+func decodeReport(t *testing.T, b []byte) inventory.Report {
+	t.Helper()
+	var r inventory.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return r
+}
+
+// Finding 8: an enlist stored a serial with NUL, newline and terminal
+// escapes, and an 80 KB serial failed with a 500 after a Raft entry.
+func TestEnlistValidatesEveryString(t *testing.T) {
+	n, _, agent := startTestNode(t)
+	for name, body := range map[string]enlistRequest{
+		"NUL":            {Serial: "SER\x00IAL"},
+		"newline":        {Serial: "SER\nIAL"},
+		"terminal":       {Serial: "\x1b]0;owned\x07"},
+		"80 KB":          {Serial: strings.Repeat("S", 80<<10)},
+		"too many MACs":  {Serial: "MANY0001", MACs: make([]string, maxEnlistMACs+1)},
+		"invalid UTF-8":  {Serial: "\xff\xfe"},
+		"long boot MAC":  {Serial: "LONGMAC1", BootMAC: strings.Repeat("5", 300)},
+		"long UUID junk": {SystemUUID: strings.Repeat("u", 300)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := stateOf(n)
+			r := do(t, n, "POST", "/api/v1/enlist", body, agentHeader(agent)...)
+			if r.status != http.StatusBadRequest {
+				t.Fatalf("got %s, want 400", r)
+			}
+			if after := stateOf(n); after != before {
+				t.Errorf("state changed: %+v → %+v", before, after)
+			}
+		})
+	}
+}
+
+// Finding 12, the BMC half: the admin API took a 900 KB password, an
+// address with a newline and 50,000 settings.
+func TestBMCRequestLimits(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "limits"}, bearer(admin)...); r.status != http.StatusCreated {
+		t.Fatalf("add: %s", r)
+	}
+	settings := map[string]string{}
+	for i := range 50000 {
+		settings["k"+strconv.Itoa(i)] = "v"
+	}
+	for name, req := range map[string]bmcRequest{
+		"900 KB password":      {Driver: "ipmi", Address: "127.0.0.1", Password: strings.Repeat("p", 900<<10)},
+		"address with newline": {Driver: "ipmi", Address: "127.0.0.1\nX-Evil: 1"},
+		"50,000 settings":      {Driver: "ipmi", Address: "127.0.0.1", Settings: settings},
+		"escape in a setting":  {Driver: "ipmi", Address: "127.0.0.1", Settings: map[string]string{"cipher": "\x1b[31m"}},
+		"300-character driver": {Driver: strings.Repeat("d", 300), Address: "127.0.0.1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := stateOf(n)
+			r := do(t, n, "PUT", "/api/v1/machines/limits/bmc", req, bearer(admin)...)
+			if r.status != http.StatusBadRequest && r.status != http.StatusRequestEntityTooLarge {
+				t.Fatalf("got %s, want 400", r)
+			}
+			if strings.Contains(string(r.body), "ppppp") {
+				t.Errorf("the answer echoes the password")
+			}
+			if after := stateOf(n); after != before {
+				t.Errorf("state changed: %+v → %+v", before, after)
+			}
+		})
+	}
+}
