@@ -7,6 +7,7 @@ const (
 	refusedMalformed  = "malformed"  // not a parseable RRQ/WRQ
 	refusedWrite      = "write"      // a WRQ: we are read-only
 	refusedBusy       = "busy"       // MaxTransfers transfers in flight
+	refusedPerClient  = "per-client" // MaxPerClient transfers in flight from the source address
 	refusedBadName    = "bad-name"   // control characters, not UTF-8, the root itself
 	refusedNotFound   = "not-found"  // no allow-list entry or resolver answer
 	refusedDenied     = "denied"     // found but not servable: escapes its root, not a regular file, unreadable
@@ -23,6 +24,7 @@ const (
 	failedRead     = "read-error" // reading the file failed
 	failedSend     = "send-error" // the socket refused a datagram
 	failedCanceled = "canceled"   // the server stopped
+	failedExpired  = "expired"    // still running at the end of its lifetime (Config.MaxLifetime, MinRate)
 )
 
 // Metrics are the TFTP server's Prometheus collectors; the appliance
@@ -62,10 +64,10 @@ func newMetrics() *Metrics {
 	for _, r := range []string{"complete", "size-probe"} {
 		m.finished.WithLabelValues(r)
 	}
-	for _, r := range []string{failedTimeout, failedPeer, failedRead, failedSend, failedCanceled} {
+	for _, r := range []string{failedTimeout, failedPeer, failedRead, failedSend, failedCanceled, failedExpired} {
 		m.failed.WithLabelValues(r)
 	}
-	for _, r := range []string{refusedMalformed, refusedWrite, refusedBusy, refusedBadName, refusedNotFound,
+	for _, r := range []string{refusedMalformed, refusedWrite, refusedBusy, refusedPerClient, refusedBadName, refusedNotFound,
 		refusedDenied, refusedResolver, refusedUnexpected, refusedDuplicate, refusedSocket} {
 		m.refused.WithLabelValues(r)
 	}

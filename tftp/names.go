@@ -22,7 +22,8 @@ import (
 // slash, no ".." element) and the client's address, and returns the content
 // and its size (-1 when unknown: then tsize is not answered). Return an
 // error wrapping fs.ErrNotExist for "no such file"; any other error is
-// logged and the client gets a generic error.
+// logged and the client gets a generic error. ctx is done when the server
+// stops or Config.MaxLifetime has passed: the call holds a transfer slot.
 type Resolver func(ctx context.Context, name string, remote netip.AddrPort) (io.ReadCloser, int64, error)
 
 var (

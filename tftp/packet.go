@@ -36,6 +36,8 @@ const (
 	minBlockSize     = 8     // RFC 2348
 	maxBlockSize     = 65464 // RFC 2348
 	maxRequestLen    = 1500  // a request larger than one Ethernet frame is not a boot loader's
+	maxNameLen       = 512   // twice what DHCP can name (option 67 holds 255 bytes)
+	maxOptions       = 16    // PXE ROMs and UEFI send at most five
 )
 
 // Request is a parsed RRQ or WRQ (RFC 1350 section 5, options RFC 2347).
@@ -59,7 +61,8 @@ var errMalformed = errors.New("malformed request")
 // then NUL-terminated option name/value pairs. Unknown options are ignored
 // (RFC 2347: the server omits them from its OACK); malformed values of
 // known options are ignored the same way, since a client that sends them
-// still deserves the file at the RFC 1350 defaults.
+// still deserves the file at the RFC 1350 defaults. A name longer than
+// maxNameLen or more than maxOptions options make a request malformed.
 func parseRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) < 2 {
@@ -79,27 +82,46 @@ func parseRequest(b []byte) (Request, error) {
 	if len(rest) == 0 || rest[len(rest)-1] != 0 {
 		return r, fmt.Errorf("%w: not NUL-terminated", errMalformed)
 	}
-	fields := bytes.Split(rest[:len(rest)-1], []byte{0})
-	if len(fields) < 2 {
+	// Walk the fields instead of splitting them: nothing is allocated for
+	// a packet of a thousand empty options before the count is checked.
+	next := func() ([]byte, bool) {
+		if len(rest) == 0 {
+			return nil, false
+		}
+		i := bytes.IndexByte(rest, 0) // found: rest ends with NUL
+		f := rest[:i]
+		rest = rest[i+1:]
+		return f, true
+	}
+	name, _ := next()
+	mode, ok := next()
+	if !ok {
 		return r, fmt.Errorf("%w: missing mode", errMalformed)
 	}
-	if len(fields[0]) == 0 {
+	if len(name) == 0 {
 		return r, fmt.Errorf("%w: empty file name", errMalformed)
 	}
-	r.Name = string(fields[0])
-	r.Mode = strings.ToLower(string(fields[1]))
+	if len(name) > maxNameLen {
+		return r, fmt.Errorf("%w: file name of %d bytes is longer than %d", errMalformed, len(name), maxNameLen)
+	}
+	r.Name = string(name)
+	r.Mode = strings.ToLower(string(mode))
 	switch r.Mode {
 	case "octet", "netascii":
 	default:
-		return r, fmt.Errorf("%w: mode %q is not one of octet, netascii", errMalformed, printable(fields[1]))
+		return r, fmt.Errorf("%w: mode %q is not one of octet, netascii", errMalformed, printable(mode))
 	}
-	opts := fields[2:]
-	if len(opts)%2 != 0 {
-		return r, fmt.Errorf("%w: option %q has no value", errMalformed, printable(opts[len(opts)-1]))
-	}
-	for i := 0; i < len(opts); i += 2 {
-		name, value := strings.ToLower(string(opts[i])), string(opts[i+1])
-		switch name {
+	for count := 0; len(rest) > 0; count++ {
+		if count == maxOptions {
+			return r, fmt.Errorf("%w: more than %d options", errMalformed, maxOptions)
+		}
+		opt, _ := next()
+		v, ok := next()
+		if !ok {
+			return r, fmt.Errorf("%w: option %q has no value", errMalformed, printable(opt))
+		}
+		value := string(v)
+		switch strings.ToLower(string(opt)) {
 		case "blksize":
 			if n, err := strconv.Atoi(value); err == nil && n >= minBlockSize && n <= maxBlockSize {
 				r.BlockSize = n
@@ -109,6 +131,7 @@ func parseRequest(b []byte) (Request, error) {
 				r.TSize = true
 			}
 		case "timeout":
+			// The RFC's range; the transfer decides how much of it to honour.
 			if n, err := strconv.Atoi(value); err == nil && n >= 1 && n <= 255 {
 				r.Timeout = time.Duration(n) * time.Second
 			}

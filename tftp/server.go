@@ -23,6 +23,12 @@
 // (blksize 1468) and 0.67× (512) of tftpd-hpa; lab/bench/tftp shows this
 // loop ahead of tftpd-hpa and using a quarter to a third less CPU than
 // stock pin/tftp. See transfer.go for how.
+//
+// The provisioning network is hostile, so nothing a client asks for holds a
+// transfer slot for long: a timeout option past MaxTimeout is declined, one
+// source address gets at most MaxPerClient transfers at once, each packet
+// is retransmitted at most Retries times, and every transfer ends at its
+// lifetime (see Config.MinRate) even while its client keeps ACKing.
 package tftp
 
 import (
@@ -64,12 +70,31 @@ type Config struct {
 	// MaxTransfers bounds concurrent transfers (256 when zero); a request
 	// past it gets "server busy: N transfers in progress".
 	MaxTransfers int
+	// MaxPerClient bounds concurrent transfers from one source address (8
+	// when zero; none of its own when not below MaxTransfers), so one
+	// machine cannot take every slot: a request past it gets "server busy:
+	// N transfers from your address in progress". UEFI holds two for a
+	// moment (its size probe, then the download).
+	MaxPerClient int
 	// Timeout is how long to wait for an ACK before retransmitting (1 s
-	// when zero); a client's RFC 2349 timeout option overrides it.
+	// when zero); a client's RFC 2349 timeout option overrides it up to
+	// MaxTimeout.
 	Timeout time.Duration
+	// MaxTimeout is the longest timeout option honoured (3 s, or Timeout
+	// if longer, when zero). A longer one is left out of the OACK, since
+	// RFC 2349 lets a server only echo or decline it (EDK2 rejects an OACK
+	// with another value), and Timeout is used.
+	MaxTimeout time.Duration
 	// Retries is how many retransmissions of one packet before giving up
-	// (5 when zero).
+	// (5 when zero, at most 10).
 	Retries int
+	// MinRate and MaxLifetime bound how long one transfer may run whatever
+	// its client does: 10 s plus the file's size at MinRate bytes/s (32 KiB/s
+	// when zero), never more than MaxLifetime (10 min when zero; also the
+	// bound when the size is unknown, and on a Resolver call). A transfer
+	// still running then ends with an ERROR.
+	MinRate     int
+	MaxLifetime time.Duration
 	// MaxBlockSize caps the negotiated blksize below the interface MTU's
 	// bound (0: the MTU decides, up to 65464).
 	MaxBlockSize int
@@ -94,17 +119,52 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Retries == 0 {
 		c.Retries = 5
 	}
+	if c.MaxPerClient == 0 {
+		c.MaxPerClient = 8
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = max(3*time.Second, c.Timeout)
+	}
+	if c.MinRate == 0 {
+		c.MinRate = 32 << 10
+	}
+	if c.MaxLifetime == 0 {
+		c.MaxLifetime = 10 * time.Minute
+	}
 	switch {
 	case c.MaxTransfers < 0:
 		return c, fmt.Errorf("tftp config: MaxTransfers %d is negative", c.MaxTransfers)
+	case c.MaxPerClient < 0:
+		return c, fmt.Errorf("tftp config: MaxPerClient %d is negative", c.MaxPerClient)
 	case c.Timeout < 0:
 		return c, fmt.Errorf("tftp config: Timeout %s is negative", c.Timeout)
-	case c.Retries < 0:
-		return c, fmt.Errorf("tftp config: Retries %d is negative", c.Retries)
+	case c.MaxTimeout < c.Timeout:
+		return c, fmt.Errorf("tftp config: MaxTimeout %s is shorter than Timeout %s", c.MaxTimeout, c.Timeout)
+	case c.Retries < 0 || c.Retries > maxRetries:
+		return c, fmt.Errorf("tftp config: Retries %d is outside 0..%d", c.Retries, maxRetries)
+	case c.MinRate < 0:
+		return c, fmt.Errorf("tftp config: MinRate %d is negative", c.MinRate)
+	case c.MaxLifetime < 0:
+		return c, fmt.Errorf("tftp config: MaxLifetime %s is negative", c.MaxLifetime)
 	case c.MaxBlockSize != 0 && (c.MaxBlockSize < minBlockSize || c.MaxBlockSize > maxBlockSize):
 		return c, fmt.Errorf("tftp config: MaxBlockSize %d is outside %d..%d", c.MaxBlockSize, minBlockSize, maxBlockSize)
 	}
 	return c, nil
+}
+
+const (
+	maxRetries    = 10
+	lifetimeGrace = 10 * time.Second // the handshake and a few lost packets
+)
+
+// lifetime is how long a transfer of size bytes (-1: unknown) may run.
+func (c *Config) lifetime(size int64) time.Duration {
+	rate := int64(c.MinRate)
+	if size < 0 || size/rate >= int64(c.MaxLifetime/time.Second) {
+		return c.MaxLifetime
+	}
+	d := lifetimeGrace + time.Duration(size/rate)*time.Second + time.Duration(size%rate)*time.Second/time.Duration(rate)
+	return min(d, c.MaxLifetime)
 }
 
 // Server is a running (or startable) TFTP service.
@@ -121,11 +181,14 @@ type Server struct {
 	mu    sync.Mutex
 	addrs []net.Addr
 
-	roots    *roots
-	inFlight atomic.Int64
-	activeMu sync.Mutex
-	active   map[netip.AddrPort]struct{} // clients with a transfer running
-	wg       sync.WaitGroup              // transfers
+	roots     *roots
+	inFlight  atomic.Int64
+	activeMu  sync.Mutex
+	active    map[netip.AddrPort]struct{} // clients with a transfer running
+	rechecks  map[netip.AddrPort]struct{} // of those, the ones with a retransmitted RRQ waiting (at most one each)
+	perClient map[netip.Addr]int          // transfers running per source address
+	wg        sync.WaitGroup              // transfers
+	sampler   logSampler
 
 	blockingMax int // transfers in flight up to which blocking sockets are used (transfer.go)
 
@@ -152,6 +215,10 @@ func New(cfg Config) (*Server, error) {
 		stop:    make(chan struct{}),
 		active:  make(map[netip.AddrPort]struct{}),
 		mtus:    make(map[int]mtuEntry),
+
+		rechecks:  make(map[netip.AddrPort]struct{}),
+		perClient: make(map[netip.Addr]int),
+		sampler:   logSampler{last: make(map[string]sample)},
 
 		blockingMax: runtime.GOMAXPROCS(0),
 	}, nil
@@ -372,21 +439,21 @@ func (s *Server) handle(ctx context.Context, l *listener, in inbound, reply []by
 			return
 		}
 		s.refuse(refusedMalformed)
-		log.Info("tftp request refused", "reason", refusedMalformed, "err", err)
+		s.logSampled(ctx, log, slog.LevelInfo, refusedMalformed, "tftp request refused", "err", err)
 		l.reply(appendError(reply, errIllegalOperation, err.Error()), src, dst)
 		return
 	}
 	log = log.With("file", printable([]byte(req.Name)))
 	if req.Write {
 		s.refuse(refusedWrite)
-		log.Warn("tftp write request refused", "reason", refusedWrite)
+		s.logSampled(ctx, log, slog.LevelWarn, refusedWrite, "tftp write request refused")
 		l.reply(appendError(reply, errAccessViolation, "access violation: this server is read-only"), src, dst)
 		return
 	}
 	name, err := cleanName(req.Name)
 	if err != nil {
 		s.refuse(refusedBadName)
-		log.Warn("tftp request refused", "reason", refusedBadName, "err", err)
+		s.logSampled(ctx, log, slog.LevelWarn, refusedBadName, "tftp request refused", "err", err)
 		l.reply(appendError(reply, errAccessViolation, "access violation: bad file name"), src, dst)
 		return
 	}
@@ -396,35 +463,49 @@ func (s *Server) handle(ctx context.Context, l *listener, in inbound, reply []by
 	// from the same port right after aborting the size probe, possibly
 	// before that transfer has read the abort: look again a little later,
 	// and drop the request only if the transfer is still running then.
+	// One look per client at a time, so a flood of RRQs from a running
+	// transfer's port queues neither timers nor copies.
 	s.activeMu.Lock()
-	_, dup := s.active[src]
-	if !dup {
-		s.active[src] = struct{}{}
+	if recheck {
+		delete(s.rechecks, src)
 	}
-	s.activeMu.Unlock()
-	if dup && !recheck {
-		in.b = append([]byte(nil), b...)
-		s.wg.Add(1) // before Start's Wait: we run in the listener goroutine
-		time.AfterFunc(dupRecheck, func() {
-			defer s.wg.Done()
-			if ctx.Err() == nil {
-				s.handle(ctx, l, in, make([]byte, 0, 128), logger, true)
-			}
-		})
-		return
-	}
-	if dup {
+	if _, dup := s.active[src]; dup {
+		_, pending := s.rechecks[src]
+		if !recheck && !pending {
+			s.rechecks[src] = struct{}{}
+			s.activeMu.Unlock()
+			in.b = append([]byte(nil), b...)
+			s.wg.Add(1) // before Start's Wait: we run in the listener goroutine
+			time.AfterFunc(dupRecheck, func() {
+				defer s.wg.Done()
+				if ctx.Err() == nil {
+					s.handle(ctx, l, in, make([]byte, 0, 128), logger, true)
+				}
+			})
+			return
+		}
+		s.activeMu.Unlock()
 		s.refuse(refusedDuplicate)
 		log.Debug("tftp retransmitted request ignored: transfer already running")
 		return
 	}
+	// Checked before the global bound so a flood from one address is
+	// counted as such; a bound no tighter than the global one is that one.
+	if n := s.perClient[src.Addr()]; n >= s.cfg.MaxPerClient && s.cfg.MaxPerClient < s.cfg.MaxTransfers {
+		s.activeMu.Unlock()
+		s.refuse(refusedPerClient)
+		s.logSampled(ctx, log, slog.LevelWarn, refusedPerClient, "tftp request refused", "limit", s.cfg.MaxPerClient)
+		l.reply(appendError(reply, errNotDefined, fmt.Sprintf("server busy: %d transfers from your address in progress", n)), src, dst)
+		return
+	}
+	s.active[src] = struct{}{}
+	s.perClient[src.Addr()]++
+	s.activeMu.Unlock()
 	if n := s.inFlight.Add(1); n > int64(s.cfg.MaxTransfers) {
 		s.inFlight.Add(-1)
-		s.activeMu.Lock()
-		delete(s.active, src)
-		s.activeMu.Unlock()
+		s.release(src)
 		s.refuse(refusedBusy)
-		log.Warn("tftp request refused", "reason", refusedBusy, "limit", s.cfg.MaxTransfers)
+		s.logSampled(ctx, log, slog.LevelWarn, refusedBusy, "tftp request refused", "limit", s.cfg.MaxTransfers)
 		l.reply(appendError(reply, errNotDefined, fmt.Sprintf("server busy: %d transfers in progress", n-1)), src, dst)
 		return
 	}
@@ -433,9 +514,7 @@ func (s *Server) handle(ctx context.Context, l *listener, in inbound, reply []by
 	s.wg.Add(1)
 	go func() {
 		defer func() {
-			s.activeMu.Lock()
-			delete(s.active, src)
-			s.activeMu.Unlock()
+			s.release(src)
 			s.inFlight.Add(-1)
 			s.metrics.inFlight.Dec()
 			s.wg.Done()
@@ -444,7 +523,60 @@ func (s *Server) handle(ctx context.Context, l *listener, in inbound, reply []by
 	}()
 }
 
+// release forgets a transfer of src that ended or was refused.
+func (s *Server) release(src netip.AddrPort) {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	delete(s.active, src)
+	if a := src.Addr(); s.perClient[a] <= 1 {
+		delete(s.perClient, a)
+	} else {
+		s.perClient[a]--
+	}
+}
+
 func (s *Server) refuse(reason string) { s.metrics.refused.WithLabelValues(reason).Inc() }
+
+// logSampler keeps a flood of refusals or failures from becoming a flood
+// of log lines: one line a second per reason, carrying how many were left
+// out since (the metrics count every one).
+type logSampler struct {
+	mu   sync.Mutex
+	last map[string]sample // keyed by the refused*/failed* constants only
+}
+
+type sample struct {
+	at      time.Time
+	dropped int
+}
+
+func (l *logSampler) allow(reason string, now time.Time) (ok bool, dropped int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.last[reason]
+	if !e.at.IsZero() && now.Sub(e.at) < time.Second {
+		e.dropped++
+		l.last[reason] = e
+		return false, 0
+	}
+	l.last[reason] = sample{at: now}
+	return true, e.dropped
+}
+
+func (s *Server) logSampled(ctx context.Context, log *slog.Logger, level slog.Level, reason, msg string, args ...any) {
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	ok, dropped := s.sampler.allow(reason, time.Now())
+	if !ok {
+		return
+	}
+	args = append(args, "reason", reason)
+	if dropped > 0 {
+		args = append(args, "suppressed", dropped)
+	}
+	log.Log(ctx, level, msg, args...)
+}
 
 // blockSizeCap is the largest blksize that fits one datagram on the
 // interface a request came in on (RFC 2348 leaves this to the server; PXE

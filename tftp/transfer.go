@@ -41,7 +41,9 @@ import (
 //   - duplicate ACKs are ignored, never answered with a resend (Sorcerer's
 //     Apprentice Syndrome, RFC 1123 4.2.3.1): only a timeout retransmits;
 //   - block numbers wrap 65535 → 0 as tftp-hpa, atftp, iPXE and UEFI expect,
-//     so files past 32 MiB at blksize 512 work.
+//     so files past 32 MiB at blksize 512 work;
+//   - a transfer's lifetime is one timer that shuts its socket down as Stop
+//     does, so it also ends a read that is waiting, with no check per block.
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
@@ -58,6 +60,7 @@ func (e *transferError) Unwrap() error { return e.err }
 var errSizeProbe = errors.New("client aborted after learning the size")
 
 func (s *Server) transfer(ctx context.Context, req Request, name string, src netip.AddrPort, dst netip.Addr, blkCap int, log *slog.Logger) {
+	start := time.Now()
 	var laddr *net.UDPAddr
 	if dst.IsValid() {
 		laddr = &net.UDPAddr{IP: dst.AsSlice()}
@@ -78,10 +81,13 @@ func (s *Server) transfer(ctx context.Context, req Request, name string, src net
 		log.Error("tftp transfer socket", "err", err)
 		return
 	}
-	defer conn.Close()
-	t := &sender{conn: conn, timeout: s.cfg.Timeout, retries: s.cfg.Retries, buf: make([]byte, 4+defaultBlockSize)}
+	t := &sender{conn: conn, timeout: s.cfg.Timeout, maxTimeout: s.cfg.MaxTimeout, retries: s.cfg.Retries, buf: make([]byte, 4+defaultBlockSize)}
+	defer t.close()
 
-	rc, size, reason, err := s.open(ctx, name, src)
+	// Before the size is known only the ceiling applies (a slow Resolver).
+	octx, cancel := context.WithDeadline(ctx, start.Add(s.cfg.MaxLifetime))
+	defer cancel()
+	rc, size, reason, err := s.open(octx, name, src)
 	if err != nil {
 		s.refuse(reason)
 		code, msg := errFileNotFound, "file not found"
@@ -95,15 +101,19 @@ func (s *Server) transfer(ctx context.Context, req Request, name string, src net
 		if reason != refusedNotFound {
 			level = slog.LevelWarn
 		}
-		log.Log(ctx, level, "tftp request refused", "reason", reason, "err", err)
+		s.logSampled(ctx, log, level, reason, "tftp request refused", "err", err)
 		t.sendError(code, msg)
 		return
 	}
 	defer rc.Close()
 
+	life := s.cfg.lifetime(size)
 	var r io.Reader = rc
 	if req.Mode == "netascii" {
 		r = netascii.ToReader(r)
+		if size >= 0 && size < 1<<62 {
+			life = s.cfg.lifetime(2 * size) // at most every byte doubles
+		}
 		size = -1 // the converted length is unknown until sent
 	}
 	br := readerPool.Get().(*bufio.Reader)
@@ -114,13 +124,11 @@ func (s *Server) transfer(ctx context.Context, req Request, name string, src net
 	}()
 
 	s.metrics.started.Inc()
-	stop := context.AfterFunc(ctx, func() {
-		t.stopped.Store(true)
-		conn.Shutdown()
-	})
+	stop := context.AfterFunc(ctx, func() { t.halt(haltCanceled) })
 	defer stop()
+	expire := time.AfterFunc(time.Until(start.Add(life)), func() { t.halt(haltExpired) })
+	defer expire.Stop()
 
-	start := time.Now()
 	sent, err := t.run(br, req, size, blkCap)
 	s.metrics.bytes.Add(float64(sent))
 	log = log.With("bytes", sent, "blksize", t.blksize, "duration", time.Since(start).Round(time.Microsecond))
@@ -134,7 +142,7 @@ func (s *Server) transfer(ctx context.Context, req Request, name string, src net
 		log.Debug("tftp size probe answered", "tsize", size)
 	case errors.As(err, &te):
 		s.metrics.failed.WithLabelValues(te.reason).Inc()
-		log.Warn("tftp transfer failed", "reason", te.reason, "err", err, "retransmits", t.retransmits)
+		s.logSampled(ctx, log, slog.LevelWarn, te.reason, "tftp transfer failed", "err", err, "retransmits", t.retransmits, "lifetime", life)
 	}
 }
 
@@ -165,12 +173,50 @@ func (s *Server) open(ctx context.Context, name string, src netip.AddrPort) (io.
 type sender struct {
 	conn        packetConn
 	timeout     time.Duration
+	maxTimeout  time.Duration // the longest timeout option honoured
 	retries     int
 	blksize     int
 	buf         []byte // the packet in flight, kept for retransmission
 	ack         [516]byte
-	stopped     atomic.Bool
+	halted      atomic.Int32 // haltCanceled or haltExpired once the transfer must end
 	retransmits int
+
+	mu     sync.Mutex // keeps halt's Shutdown off a closed (maybe reused) fd
+	closed bool
+}
+
+// Why a transfer was halted from outside its loop.
+const (
+	haltCanceled int32 = 1 + iota // the server stopped
+	haltExpired                   // its lifetime passed
+)
+
+// halt ends the transfer from another goroutine: it wakes a blocked Read,
+// and the loop then tells the client why.
+func (t *sender) halt(why int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed && t.halted.CompareAndSwap(0, why) {
+		t.conn.Shutdown()
+	}
+}
+
+func (t *sender) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.conn.Close()
+}
+
+// haltErr tells the client why its transfer was halted and returns the
+// error to count.
+func (t *sender) haltErr(why int32) error {
+	if why == haltExpired {
+		t.sendError(errNotDefined, "transfer time limit exceeded")
+		return &transferError{failedExpired, errors.New("transfer outlived its lifetime")}
+	}
+	t.sendError(errNotDefined, "server shutting down")
+	return &transferError{failedCanceled, errors.New("server stopped")}
 }
 
 // run negotiates options (RFC 2347) and sends the file. It returns the file
@@ -185,7 +231,10 @@ func (t *sender) run(r io.Reader, req Request, size int64, blkCap int) (int64, e
 	if req.TSize && size >= 0 {
 		oackSize = size
 	}
-	if req.Timeout > 0 {
+	// Past our cap the option is declined, not answered with a smaller
+	// value (RFC 2349 says the OACK must echo it; EDK2 checks): a client
+	// asking 255 s gets our Timeout and cannot hold a slot for 255 s a try.
+	if req.Timeout > 0 && req.Timeout <= t.maxTimeout {
 		t.timeout, oackTimeout = req.Timeout, req.Timeout
 	}
 	if cap(t.buf) < 4+t.blksize {
@@ -207,9 +256,8 @@ func (t *sender) run(r io.Reader, req Request, size int64, blkCap int) (int64, e
 	pkt := t.buf[:4+t.blksize]
 	binary.BigEndian.PutUint16(pkt[0:2], opDATA)
 	for {
-		if t.stopped.Load() {
-			t.sendError(errNotDefined, "server shutting down")
-			return sent, &transferError{failedCanceled, errors.New("server stopped")}
+		if why := t.halted.Load(); why != 0 {
+			return sent, t.haltErr(why)
 		}
 		n, err := io.ReadFull(r, pkt[4:])
 		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
@@ -255,7 +303,7 @@ func (t *sender) exchange(block uint16) error {
 				}
 				return t.sockErr(block, err)
 			}
-			if t.stopped.Load() {
+			if t.halted.Load() != 0 {
 				break
 			}
 			if n >= 4 {
@@ -275,9 +323,8 @@ func (t *sender) exchange(block uint16) error {
 				break
 			}
 		}
-		if t.stopped.Load() {
-			t.sendError(errNotDefined, "server shutting down")
-			return &transferError{failedCanceled, errors.New("server stopped")}
+		if why := t.halted.Load(); why != 0 {
+			return t.haltErr(why)
 		}
 		if attempt >= t.retries {
 			t.sendError(errNotDefined, "timeout")
@@ -290,8 +337,8 @@ func (t *sender) exchange(block uint16) error {
 // sockErr classifies a socket error: ECONNREFUSED on a connected UDP socket
 // is the client's ICMP port unreachable, i.e. it went away.
 func (t *sender) sockErr(block uint16, err error) error {
-	if t.stopped.Load() {
-		return &transferError{failedCanceled, errors.New("server stopped")}
+	if why := t.halted.Load(); why != 0 {
+		return t.haltErr(why)
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return &transferError{failedPeer, fmt.Errorf("block %d: client port unreachable", block)}

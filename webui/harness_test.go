@@ -117,9 +117,25 @@ func (e *env) call(t testing.TB, method, path string, body any, out any, agent .
 		}
 		r = bytes.NewReader(raw)
 	}
+	agentTok := e.agent
+	if len(agent) > 0 && agent[0] && r != nil {
+		// An agent acts with the boot token its boot script would hand its
+		// boot MAC: minted here through the admin API.
+		raw, _ := io.ReadAll(r)
+		var id struct {
+			BootMAC string `json:"boot_mac"`
+		}
+		json.Unmarshal(raw, &id)
+		var tok struct{ Token string }
+		if id.BootMAC == "" || e.call(t, "POST", "/api/v1/boot-tokens", map[string]string{"mac": id.BootMAC}, &tok) != http.StatusOK {
+			t.Fatalf("%s %s: no boot token for boot_mac %q", method, path, id.BootMAC)
+		}
+		agentTok = tok.Token
+		r = bytes.NewReader(raw)
+	}
 	req, _ := http.NewRequest(method, "http://"+e.node.HTTPAddr()+path, r)
 	if len(agent) > 0 && agent[0] {
-		req.Header.Set("X-Rollcall-Token", e.agent)
+		req.Header.Set("X-Rollcall-Token", agentTok)
 	} else {
 		req.Header.Set("Authorization", "Bearer "+e.admin)
 	}

@@ -90,7 +90,6 @@ func logf(format string, a ...any) {
 type cluster struct {
 	nodes      []*appliance.Node
 	admin      string
-	agent      string
 	httpClient *http.Client
 	stuck      []string // nodes whose Close did not return
 }
@@ -145,10 +144,6 @@ func startCluster(ctx context.Context, dir string, verbose bool) (*cluster, erro
 	}
 	c.nodes = append(c.nodes, n1)
 	if c.admin, err = readToken(filepath.Join(dir, "n1", "admin.token")); err != nil {
-		c.close()
-		return nil, err
-	}
-	if c.agent, err = readToken(filepath.Join(dir, "n1", "agent.token")); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -222,8 +217,9 @@ func (c *cluster) do(ctx context.Context, method, url, auth string, body []byte,
 	switch auth {
 	case "admin":
 		req.Header.Set("Authorization", "Bearer "+c.admin)
-	case "agent":
-		req.Header.Set("X-Rollcall-Token", c.agent)
+	case "":
+	default: // a machine's boot token
+		req.Header.Set("X-Rollcall-Token", auth)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -338,6 +334,7 @@ func run(ctx context.Context, cfg config) error {
 	startLoad = loadAvg()
 	logf("generating %d inventories (seed %d), host load average %s", cfg.n, cfg.seed, startLoad)
 	bodies := make([][]byte, cfg.n)
+	bootMACs := make([]string, cfg.n)
 	var genWG sync.WaitGroup
 	var total atomic.Int64
 	workers := runtime.GOMAXPROCS(0)
@@ -346,11 +343,12 @@ func run(ctx context.Context, cfg config) error {
 		go func() {
 			defer genWG.Done()
 			for i := w; i < cfg.n; i += workers {
-				b, err := json.Marshal(fleet.Generate(cfg.seed, i))
+				rep := fleet.Generate(cfg.seed, i)
+				b, err := json.Marshal(rep)
 				if err != nil {
 					panic(err)
 				}
-				bodies[i] = b
+				bodies[i], bootMACs[i] = b, rep.BootMAC
 				total.Add(int64(len(b)))
 			}
 		}()
@@ -374,7 +372,20 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	ing := ingest(ctx, c, cfg, bodies)
+	// Each machine's boot script would hand it a boot token: minted here
+	// through the admin API before the clock starts.
+	tokens := make([]string, cfg.n)
+	for i, mac := range bootMACs {
+		var tok struct {
+			Token string `json:"token"`
+		}
+		body, _ := json.Marshal(map[string]string{"mac": mac})
+		if _, err := c.do(ctx, "POST", c.url(i%3, "/api/v1/boot-tokens"), "admin", body, &tok); err != nil {
+			return fmt.Errorf("boot token for %s: %w", mac, err)
+		}
+		tokens[i] = tok.Token
+	}
+	ing := ingest(ctx, c, cfg, bodies, tokens)
 	stopIngestProfile()
 	bodies = nil
 	runtime.GC()
@@ -440,7 +451,7 @@ func startProfile(path, phase string) (func(), error) {
 	return func() { pprof.StopCPUProfile(); pf.Close(); logf("CPU profile of the %s phase: %s", phase, path) }, nil
 }
 
-func ingest(ctx context.Context, c *cluster, cfg config, bodies [][]byte) ingestResult {
+func ingest(ctx context.Context, c *cluster, cfg config, bodies [][]byte, tokens []string) ingestResult {
 	logf("ingest: %d uploads, %d clients, round-robin over 3 nodes (budget %s)", len(bodies), cfg.clients, cfg.ingestBudget)
 	var (
 		next     atomic.Int64
@@ -516,7 +527,7 @@ func ingest(ctx context.Context, c *cluster, cfg config, bodies [][]byte) ingest
 				// a while: elections under load take a few seconds.
 				for attempt := 0; ; attempt++ {
 					var status int
-					status, err = c.do(ictx, "POST", c.url(i%3, "/api/v1/commission"), "agent", bodies[i], &reply)
+					status, err = c.do(ictx, "POST", c.url(i%3, "/api/v1/commission"), tokens[i], bodies[i], &reply)
 					var ae *apiErr
 					if errors.As(err, &ae) {
 						mu.Lock()

@@ -102,7 +102,7 @@ func serve(cfg config) error {
 			defer pprof.StopCPUProfile()
 		}
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		s, err := tftp.New(tftp.Config{Addr: cfg.addr, Roots: map[string]string{"": cfg.dir}, MaxTransfers: 1000})
+		s, err := tftp.New(tftp.Config{Addr: cfg.addr, Roots: map[string]string{"": cfg.dir}, MaxTransfers: 1000, MaxPerClient: 1000})
 		if err != nil {
 			return err
 		}

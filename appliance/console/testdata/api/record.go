@@ -96,8 +96,13 @@ func main() {
 	g, _ := os.ReadFile(filepath.Join(dir, "agent.token"))
 	admin, agent = strings.TrimSpace(string(a)), strings.TrimSpace(string(g))
 	time.Sleep(time.Second)
+	// The agent's boot token, as its boot script would hand it.
+	_, b := call("POST", "/api/v1/boot-tokens", map[string]any{"mac": "0c:c4:7a:aa:00:01"})
+	var bt struct{ Token string }
+	json.Unmarshal(b, &bt)
+	agent = bt.Token
 
-	_, b := call("POST", "/api/v1/enlist", map[string]any{"system_uuid": "4c4c4544-0042-3510-8051-b7c04f563232", "serial": "S211X5A", "boot_mac": "0c:c4:7a:aa:00:01", "macs": []string{"0c:c4:7a:aa:00:01", "0c:c4:7a:aa:00:02"}}, "X-Rollcall-Token", agent)
+	_, b = call("POST", "/api/v1/enlist", map[string]any{"system_uuid": "4c4c4544-0042-3510-8051-b7c04f563232", "serial": "S211X5A", "boot_mac": "0c:c4:7a:aa:00:01", "macs": []string{"0c:c4:7a:aa:00:01", "0c:c4:7a:aa:00:02"}}, "X-Rollcall-Token", agent)
 	var en struct{ ID string }
 	json.Unmarshal(b, &en)
 	call("POST", "/api/v1/commission", report("4c4c4544-0042-3510-8051-b7c04f563232", "S211X5A", "0c:c4:7a:aa:00:01", "0c:c4:7a:aa:00:02"), "X-Rollcall-Token", agent)
