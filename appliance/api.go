@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollcall/rollcall/appliance/connlimit"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
@@ -96,13 +97,34 @@ func (n *Node) serveHTTP() error {
 	}
 	n.httpLn = ln
 	n.api = n.router()
-	n.http = &http.Server{Handler: n.api, ReadHeaderTimeout: 10 * time.Second, ConnContext: limitSendBuffer}
+	n.http = &http.Server{Handler: n.api, ConnContext: limitSendBuffer}
+	guarded, err := n.guard("api", n.http, ln)
+	if err != nil {
+		return err
+	}
 	go func() {
-		if err := n.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.http.Serve(guarded); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("api stopped", "err", err)
 		}
 	}()
 	return nil
+}
+
+// guard puts one of the node's HTTP servers behind the limits every
+// listener has (connlimit): header, idle, body-rate and write timeouts, and
+// caps on connections per client and in total that close the longest-idle
+// ones first, so no client, authenticated or not, can exhaust the node's
+// descriptors or hold its handlers. srv.Handler must be set.
+func (n *Node) guard(name string, srv *http.Server, ln net.Listener) (net.Listener, error) {
+	if err := connlimit.ApplyTimeouts(srv, connlimit.Timeouts{}); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	l, err := connlimit.NewListener(ln, srv, connlimit.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	n.reg.MustRegister(l.Collector(name))
+	return l, nil
 }
 
 func (n *Node) router() *gin.Engine {
@@ -331,13 +353,34 @@ func (n *Node) getHealth(c *gin.Context) {
 	// (a new cluster records it right after its first election).
 	var hasIdentity bool
 	n.db.View(func(tx *store.Tx) error { _, err := tx.Identity(); hasIdentity = err == nil; return nil })
+	// and this node is not far behind the leader: a node catching up
+	// serves old answers (a machine's boot, a lease) as if they were current.
 	ok := leader != "" && hasIdentity
+	answer := gin.H{"node": n.opts.Name, "leader": leader, "state": st.State, "applied_index": st.Applied}
+	if ok {
+		lag, err := n.cluster.Lag(c.Request.Context(), 500*time.Millisecond)
+		switch {
+		case err != nil:
+			ok, answer["lag_error"] = false, "cannot tell how far behind the leader this node is"
+			n.log.Debug("health: lag unknown", "err", err)
+		case lag > maxHealthLag:
+			ok, answer["lag"] = false, lag
+			answer["reason"] = fmt.Sprintf("catching up: %d entries behind the leader (healthy within %d)", lag, maxHealthLag)
+		default:
+			answer["lag"] = lag
+		}
+	}
+	answer["ok"] = ok
 	status := http.StatusOK
 	if !ok {
 		status = http.StatusServiceUnavailable
 	}
-	c.JSON(status, gin.H{"node": n.opts.Name, "leader": leader, "state": st.State, "applied_index": st.Applied, "ok": ok})
+	c.JSON(status, answer)
 }
+
+// maxHealthLag is how many entries behind the leader a node may be and
+// still call itself healthy: a moment of DHCP load on a follower.
+const maxHealthLag = 1000
 
 // jsonKind names what a Go type accepts in JSON terms, for messages.
 func jsonKind(t reflect.Type) string {

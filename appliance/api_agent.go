@@ -40,8 +40,18 @@ type EnlistReply struct {
 
 // identityOf builds the identity the state machine resolves, from reported
 // fields; MACs must already be normalised.
+//
+// MACs no NIC can own (all zeros, multicast: some virtual interfaces report
+// them) are left out of the identity; a boot MAC of that kind is refused by
+// the state machine.
 func identityOf(uuid, serial, bootMAC string, macs []string) raftfsm.Identity {
-	id := raftfsm.Identity{Key: inventory.Key(uuid, serial, bootMAC), BootMAC: bootMAC, MACs: macs}
+	var own []string
+	for _, m := range macs {
+		if store.CheckMachineMAC(m) == nil {
+			own = append(own, m)
+		}
+	}
+	id := raftfsm.Identity{Key: inventory.Key(uuid, serial, bootMAC), BootMAC: bootMAC, MACs: own}
 	if inventory.RealUUID(uuid) {
 		id.UUID = inventory.NormalizeUUID(uuid)
 	}

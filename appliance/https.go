@@ -42,8 +42,7 @@ func (n *Node) serveHTTPS(ctx context.Context) error {
 	}
 	n.httpsLn = ln
 	n.https = &http.Server{
-		Handler:           n.api,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: n.api,
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -55,8 +54,12 @@ func (n *Node) serveHTTPS(ctx context.Context) error {
 			},
 		},
 	}
+	guarded, err := n.guard("https", n.https, ln)
+	if err != nil {
+		return err
+	}
 	go func() {
-		if err := n.https.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := n.https.ServeTLS(guarded, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("https stopped", "err", err)
 		}
 	}()

@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rollcall/rollcall/store"
 )
@@ -167,6 +170,12 @@ func Claim(tx *store.Tx, a store.Address) error {
 	case store.HowAuto, store.HowStatic, store.HowPinned, store.HowReserved, store.HowDHCP, store.HowAdopted:
 	default:
 		return invalid("address kind %q is not one of auto, static, pinned, reserved, dhcp", a.How)
+	}
+	if err := CheckIface(a.Interface); err != nil {
+		return err
+	}
+	if len(a.Name) > 253 || strings.IndexFunc(a.Name, unicode.IsControl) >= 0 || !utf8.ValidString(a.Name) {
+		return invalid("address name %q is not a host name (at most 253 printable bytes)", clipText(a.Name))
 	}
 	if a.How == store.HowReserved && a.Name == "" {
 		return invalid("a reserved address needs a name")

@@ -91,10 +91,22 @@ func CheckVLAN(tx *store.Tx, v store.VLAN, replace bool) error {
 	if v.DHCP != store.DHCPOff && len(v.Servers) == 0 {
 		return invalid("VLAN %s/%d serves DHCP (%s) but names no node to serve it (-node NAME -iface IF)", v.Fabric, v.VID, v.DHCP)
 	}
+	if len(v.Servers) > maxVLANServers {
+		return invalid("%d DHCP servers is more than the %d a VLAN may have", len(v.Servers), maxVLANServers)
+	}
 	seen := map[string]bool{}
 	for _, s := range v.Servers {
 		if s.Node == "" {
 			return invalid("a DHCP server needs a node")
+		}
+		if store.ValidName(s.Node) != nil {
+			return invalid("node %q is not a node name", clipText(s.Node))
+		}
+		if _, err := tx.Node(s.Node); err != nil {
+			return invalid("node %q is not a member of the cluster (rollcall cluster status lists them)", s.Node)
+		}
+		if err := CheckIface(s.Iface); err != nil {
+			return err
 		}
 		if seen[s.Node] {
 			return invalid("node %q is named twice", s.Node)
@@ -109,6 +121,35 @@ func CheckVLAN(tx *store.Tx, v store.VLAN, replace bool) error {
 		return err
 	}
 	return nil
+}
+
+// maxVLANServers bounds the nodes that serve one VLAN: a cluster has a
+// handful, remote racks included.
+const maxVLANServers = 16
+
+// CheckIface accepts a network interface name as Linux does, and nothing
+// that could be a path: 1–15 bytes of letters, digits, '.', '-' and '_',
+// not "." or "..". Empty means "find it" where a caller allows that.
+func CheckIface(name string) error {
+	if name == "" {
+		return nil
+	}
+	ok := len(name) <= 15 && name != "." && name != ".."
+	for _, r := range name {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_')
+	}
+	if !ok {
+		return invalid("interface %q is not an interface name (up to 15 letters, digits, '.', '-', '_')", clipText(name))
+	}
+	return nil
+}
+
+// clipText shortens a refused value for a message.
+func clipText(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // CheckDeleteVLAN refuses to remove a VLAN that still carries subnets.

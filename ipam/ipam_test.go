@@ -536,6 +536,7 @@ func TestHintsFollowRanges(t *testing.T) {
 func TestSubnetCreatesItsVLAN(t *testing.T) {
 	c := newCopy(t)
 	c.must(fabric("hall-a"))
+	c.must(&raftfsm.NodePut{Node: store.Node{Name: "rack1", RaftAddr: "127.0.0.1:8300", Joined: t0}})
 	c.must(&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 200, Purpose: "storage", Created: t0}})
 	var v store.VLAN
 	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })

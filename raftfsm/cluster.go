@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -74,6 +75,10 @@ type Cluster struct {
 	trans *raft.NetworkTransport
 
 	Metrics *Metrics
+
+	lagMu     sync.Mutex
+	lagAt     time.Time // when leaderIdx was last asked
+	leaderIdx uint64    // the leader's commit index then
 }
 
 func (c *Config) tune() {

@@ -826,3 +826,47 @@ func TestClusterNoQuorumFailsFast(t *testing.T) {
 		})
 	}
 }
+
+// A follower's lag is measured against the leader's commit index, not its
+// own: a node far behind knows only the part of the log it has. Health
+// (appliance) is not ok beyond a bound of it.
+func TestLagAsksTheLeader(t *testing.T) {
+	tc := newTestCluster(t, 3, nil)
+	tc.converge(10 * time.Second)
+	f := tc.follower()
+	if lag, err := f.cluster().Lag(context.Background(), time.Second); err != nil || lag != 0 {
+		t.Fatalf("caught-up follower: lag %d, %v", lag, err)
+	}
+	// Stopped, it misses writes; started again, until it has applied them
+	// it is behind by what the leader committed since, which it can only
+	// know from the leader.
+	if err := f.stop(); err != nil {
+		t.Fatal(err)
+	}
+	lead := tc.leader(10 * time.Second)
+	for i := range 50 {
+		applyCtx(t, lead.cluster(), create(9000+i))
+	}
+	want := lead.cluster().LocalStatus().Commit
+	if err := f.start(); err != nil {
+		t.Fatal(err)
+	}
+	// Before it applies anything it may not know a leader yet; once it
+	// does, Lag is what the leader says less what it has, and reaches 0.
+	tc.eventually(20*time.Second, "the restarted follower to report its lag", func() error {
+		lag, err := f.cluster().Lag(context.Background(), time.Second)
+		if err != nil {
+			return err
+		}
+		applied := f.cluster().FSM().AppliedIndex()
+		if applied+lag < want {
+			return fmt.Errorf("lag %d + applied %d is less than the leader's commit %d", lag, applied, want)
+		}
+		return nil
+	})
+	tc.converge(20 * time.Second)
+	time.Sleep(1100 * time.Millisecond) // past the cached leader index
+	if lag, err := f.cluster().Lag(context.Background(), time.Second); err != nil || lag != 0 {
+		t.Fatalf("caught up again: lag %d, %v", lag, err)
+	}
+}

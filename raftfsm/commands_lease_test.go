@@ -14,6 +14,7 @@ import (
 )
 
 var leaseNet = []Command{
+	&NodePut{Node: store.Node{Name: "n1", RaftAddr: "127.0.0.1:8300", Joined: t0}},
 	&FabricPut{Fabric: store.Fabric{Name: "f", Kind: store.FabricEthernet, Created: t0}},
 	&VLANPut{VLAN: store.VLAN{Fabric: "f", VID: 10, MTU: 1500, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "n1", Iface: "eth1"}}, Created: t0}},
 	&SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.9.0.0/16"), Fabric: "f", VID: 10, Purpose: "provisioning", Created: t0}},

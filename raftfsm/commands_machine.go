@@ -48,6 +48,9 @@ func (c *MachineCreate) apply(tx *store.Tx) error {
 		if n, err := store.NormalizeMAC(mac); err != nil || n != mac {
 			return fmt.Errorf("mac %q is not in normal form: %w", mac, store.ErrInvalid)
 		}
+		if err := store.CheckMachineMAC(mac); err != nil {
+			return err
+		}
 	}
 	if _, err := tx.Machine(c.ID); err == nil {
 		return fmt.Errorf("machine %s already exists: %w", c.ID, store.ErrConflict)
@@ -178,6 +181,9 @@ func (id Identity) check() error {
 		}
 		if n, err := store.NormalizeMAC(mac); err != nil || n != mac {
 			return fmt.Errorf("mac %q is not in normal form: %w", mac, store.ErrInvalid)
+		}
+		if err := store.CheckMachineMAC(mac); err != nil {
+			return err
 		}
 	}
 	return nil

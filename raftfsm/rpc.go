@@ -274,6 +274,41 @@ func (c *Cluster) LocalStatus() NodeStatus {
 
 func (c *Cluster) handleStatus(w http.ResponseWriter, _ *http.Request) { writeJSON(w, c.LocalStatus()) }
 
+// Lag is how many entries this node's store is behind the cluster: the
+// leader's commit index less the local applied index. A follower asks the
+// leader (at most once a second, within timeout; a node that cannot ask
+// says so); its own commit index would not do, since a follower far behind
+// does not know how far the leader is.
+func (c *Cluster) Lag(ctx context.Context, timeout time.Duration) (uint64, error) {
+	applied := c.fsm.AppliedIndex()
+	if c.raft.State() == raft.Leader {
+		return sub(c.raft.CommitIndex(), applied), nil
+	}
+	c.lagMu.Lock()
+	defer c.lagMu.Unlock()
+	if time.Since(c.lagAt) > time.Second {
+		_, addr := c.Leader()
+		if addr == "" {
+			return 0, ErrNoLeader
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		var st NodeStatus
+		if err := c.call(cctx, addr, http.MethodGet, "/v1/status", nil, &st); err != nil {
+			return 0, fmt.Errorf("ask the leader how far it is: %w", err)
+		}
+		c.leaderIdx, c.lagAt = st.Commit, time.Now()
+	}
+	return sub(max(c.leaderIdx, c.raft.CommitIndex()), applied), nil
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0
+	}
+	return a - b
+}
+
 // Member is a server in the Raft configuration with what it says of itself.
 type Member struct {
 	ID        string      `json:"id"`

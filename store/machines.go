@@ -111,7 +111,7 @@ func ValidMachineID(s string) bool { return machineIDPattern.MatchString(s) }
 func NormalizeMAC(s string) (string, error) {
 	hw, err := net.ParseMAC(strings.TrimSpace(s))
 	if err != nil || len(hw) != 6 {
-		return "", fmt.Errorf("mac %q is not a 48-bit MAC address: %w", s, ErrInvalid)
+		return "", fmt.Errorf("mac %q is not a 48-bit MAC address: %w", clipMAC(s), ErrInvalid)
 	}
 	return hw.String(), nil
 }

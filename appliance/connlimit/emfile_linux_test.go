@@ -72,6 +72,7 @@ func TestAcceptRidesOutEMFILE(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("child stats %+v", s)
 	if s.FDExhausted == 0 || s.Evicted == 0 || s.Refused != 0 {
 		t.Errorf("child's stats %+v: want accepts that hit EMFILE, evictions and no refusals", s)
 	}

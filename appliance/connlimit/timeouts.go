@@ -82,7 +82,8 @@ func (t Timeouts) withDefaults() (Timeouts, error) {
 }
 
 // ApplyTimeouts sets srv's header and idle timeouts and header size, and
-// wraps srv.Handler (http.DefaultServeMux when nil) in Deadlines.
+// wraps srv.Handler (http.DefaultServeMux when nil) in Deadlines: call it
+// once srv.Handler is set, before Serve.
 //
 // It leaves ReadTimeout and WriteTimeout alone, and they should stay zero:
 // each is one deadline for a whole request or response, and would cut an

@@ -261,7 +261,8 @@ func TestResponseWriterInterfaces(t *testing.T) {
 		if _, ok := w.(io.ReaderFrom); !ok {
 			missing = append(missing, "ReaderFrom")
 		}
-		if _, ok := w.(http.CloseNotifier); !ok { //lint:ignore SA1019 gin asserts it
+		//lint:ignore SA1019 gin asserts it
+		if _, ok := w.(http.CloseNotifier); !ok {
 			missing = append(missing, "CloseNotifier")
 		}
 		if _, ok := w.(interface{ Unwrap() http.ResponseWriter }); !ok {
