@@ -162,11 +162,11 @@ func TestBootTokenScope(t *testing.T) {
 		want int
 		msg  string
 	}{
-		"enlist as another MAC":                        {"/api/v1/enlist", enlistRequest{Serial: "EVIL0001", BootMAC: "52:54:00:66:00:02"}, 403, "not the MAC"},
-		"enlist claiming a ready machine's UUID":       {"/api/v1/enlist", enlistRequest{SystemUUID: ready.System.UUID, BootMAC: attacker}, 403, "does not own"},
-		"enlist taking a ready machine's MAC":          {"/api/v1/enlist", enlistRequest{Serial: "EVIL0002", BootMAC: attacker, MACs: []string{attacker, "0c:c4:7a:70:00:02"}}, 403, "an operator must release it"},
+		"enlist as another MAC":                      {"/api/v1/enlist", enlistRequest{Serial: "EVIL0001", BootMAC: "52:54:00:66:00:02"}, 403, "not the MAC"},
+		"enlist claiming a ready machine's UUID":     {"/api/v1/enlist", enlistRequest{SystemUUID: ready.System.UUID, BootMAC: attacker}, 403, "does not own"},
+		"enlist taking a ready machine's MAC":        {"/api/v1/enlist", enlistRequest{Serial: "EVIL0002", BootMAC: attacker, MACs: []string{attacker, "0c:c4:7a:70:00:02"}}, 403, "an operator must release it"},
 		"commission claiming a ready machine's UUID": {"/api/v1/commission", testReport(ready.System.UUID, "EVIL0003", attacker), 403, "does not own"},
-		"commission as the ready machine":              {"/api/v1/commission", ready, 403, "not the MAC"},
+		"commission as the ready machine":            {"/api/v1/commission", ready, 403, "not the MAC"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -383,13 +383,13 @@ func TestClusterBusinessErrorsThroughForwarding(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	before := tc.leader(10*time.Second).cluster().FSM().AppliedIndex()
+	before := tc.leader(10 * time.Second).cluster().FSM().AppliedIndex()
 	idx, err := f.cluster().Apply(ctx, create(1))
 	if !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("duplicate create forwarded from %s: err = %v, want ErrConflict", f.name, err)
 	}
 	// The leader's precheck refused it: no entry was proposed.
-	if after := tc.leader(10*time.Second).cluster().FSM().AppliedIndex(); idx != 0 || after != before {
+	if after := tc.leader(10 * time.Second).cluster().FSM().AppliedIndex(); idx != 0 || after != before {
 		t.Errorf("a refused command took an entry: index %d, leader applied %d → %d", idx, before, after)
 	}
 	if _, err := f.cluster().Apply(ctx, &MachineCreate{ID: machineID(2), Name: "Not A Label", Now: t0}); !errors.Is(err, store.ErrInvalid) {
