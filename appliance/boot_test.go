@@ -21,6 +21,7 @@ import (
 
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/tftp"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files")
@@ -343,6 +344,11 @@ func TestBootLoaderFiles(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "ipxe.efi"), filepath.Join(dir, "ipxe.efi")); err != nil {
 		t.Fatal(err)
 	}
+	// outside plays /boot, where Debian's ipxe.efi link leads: links are
+	// followed only into the package directories (TestBootFilesDoNotFollowLinksOut).
+	saved := tftp.SystemDirs
+	tftp.SystemDirs = append([]string{outside}, saved...)
+	t.Cleanup(func() { tftp.SystemDirs = saved })
 	if err := os.Mkdir(filepath.Join(dir, "snponly.efi"), 0o755); err != nil {
 		t.Fatal(err)
 	}

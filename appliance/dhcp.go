@@ -2,7 +2,9 @@ package appliance
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -258,18 +260,18 @@ func (n *Node) getBootLoader(c *gin.Context) {
 		dir = tftp.DefaultIPXEDir
 	}
 	// The name is one of a fixed list, so it cannot leave dir; the file
-	// itself may be a symlink out of it, and is followed as TFTP does:
+	// itself may be a symlink, followed as TFTP follows it only where it
+	// stays in dir or Debian's package directories (tftp.OpenFile):
 	// Debian's /usr/lib/ipxe/ipxe.efi links to /boot/ipxe.efi, which an
-	// os.Root refuses.
-	f, err := os.Open(filepath.Join(dir, name))
+	// os.Root refuses, and a link to the node's tokens must never be served.
+	f, _, err := tftp.OpenFile(filepath.Join(dir, name))
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			n.log.Warn("boot file refused", "file", name, "err", err)
+		}
 		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: name + " is not installed on this node"})
 		return
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: name + " is not installed on this node"})
-		return
-	}
 	http.ServeContent(sendfileWriter{c.Writer}, c.Request, name, time.Time{}, f)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -413,5 +415,24 @@ func TestBMCRequestLimits(t *testing.T) {
 				t.Errorf("state changed: %+v → %+v", before, after)
 			}
 		})
+	}
+}
+
+// Finding 14: a link in ipxe_dir to admin.token was served to anyone.
+func TestBootFilesDoNotFollowLinksOut(t *testing.T) {
+	ipxe := t.TempDir()
+	n, admin, _ := startTestNodeWith(t, testNodeOptions{config: `{"ipxe_dir": "` + ipxe + `"}`})
+	if err := os.Symlink(filepath.Join(n.opts.DataDir, fileAdmin), filepath.Join(ipxe, "ipxe.efi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ipxe, "snponly.efi"), []byte("MZ-snponly"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := do(t, n, "GET", "/boot/ipxe.efi", nil)
+	if r.status != http.StatusNotFound || strings.Contains(string(r.body), admin) {
+		t.Fatalf("a link to admin.token: %s", r)
+	}
+	if r := do(t, n, "GET", "/boot/snponly.efi", nil); r.status != http.StatusOK || string(r.body) != "MZ-snponly" {
+		t.Fatalf("a real boot file: %s", r)
 	}
 }

@@ -187,7 +187,7 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 			IdleConnTimeout:     90 * time.Second,
 		},
 	}
-	c.calls = &http.Server{Handler: c.callHandler(), ReadHeaderTimeout: 10 * time.Second, ConnContext: connContext}
+	c.calls = &http.Server{Handler: c.callHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnContext: connContext}
 	go c.calls.Serve(c.mux.rpc)
 	go c.Metrics.watch(c)
 	return c, nil

@@ -870,3 +870,45 @@ func TestLagAsksTheLeader(t *testing.T) {
 		t.Fatalf("caught up again: lag %d, %v", lag, err)
 	}
 }
+
+// Connections that never handshake cannot take the cluster port: past its
+// per-address bound they are closed at once, and a node restarted meanwhile
+// rejoins over fresh connections.
+func TestClusterPortSilentFlood(t *testing.T) {
+	tc := newTestCluster(t, 3, nil)
+	lead := tc.leader(10 * time.Second)
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	refused := 0
+	for i := range 200 {
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 2, byte(1+i%4))}}
+		c, err := d.Dial("tcp", lead.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// Past 16 per address the node closes them: a read sees EOF.
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			refused++
+		}
+	}
+	if refused < 200-4*maxHandshakesPerIP {
+		t.Errorf("%d of 200 silent connections closed, want at least %d", refused, 200-4*maxHandshakesPerIP)
+	}
+	f := tc.follower()
+	if err := f.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.start(); err != nil {
+		t.Fatal(err)
+	}
+	applyCtx(t, lead.cluster(), create(7001))
+	tc.converge(20 * time.Second)
+}

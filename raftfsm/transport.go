@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -38,7 +40,25 @@ type mux struct {
 	raft    *chanListener
 	rpc     *chanListener
 	closeMu sync.Once
+	closed  atomic.Bool
+
+	// Handshakes in progress, in all and per source address: anyone who
+	// reaches the cluster port can open connections before it proves
+	// anything, and each holds a descriptor for up to handshakeTimeout.
+	hsMu      sync.Mutex
+	hsTotal   int
+	hsPerAddr map[netip.Addr]int
 }
+
+// Bounds on unauthenticated handshakes on the cluster port: a cluster has a
+// handful of peers, each opening a few connections at a time.
+const (
+	handshakeTimeout   = 5 * time.Second
+	maxHandshakes      = 1024
+	maxHandshakesPerIP = 16
+	acceptBackoffMax   = time.Second
+	acceptBackoffMin   = 5 * time.Millisecond
+)
 
 func newMux(ln net.Listener, cfg *tls.Config, verify func(tls.ConnectionState) (string, bool), check PeerCheck, log *slog.Logger) *mux {
 	srv := cfg.Clone()
@@ -47,28 +67,75 @@ func newMux(ln net.Listener, cfg *tls.Config, verify func(tls.ConnectionState) (
 		ln: ln, tls: srv, check: check, verify: verify, log: log,
 		raft: newChanListener(ln.Addr()),
 		rpc:  newChanListener(ln.Addr()),
+
+		hsPerAddr: map[netip.Addr]int{},
 	}
 	go m.serve()
 	return m
 }
 
+// serve accepts until the listener is closed. Any other Accept error (out
+// of descriptors, say) is waited out: returning would close Raft's stream
+// layer for good.
 func (m *mux) serve() {
+	backoff := acceptBackoffMin
 	for {
 		c, err := m.ln.Accept()
 		if err != nil {
-			m.raft.close()
-			m.rpc.close()
-			return
+			if m.closed.Load() || errors.Is(err, net.ErrClosed) {
+				m.raft.close()
+				m.rpc.close()
+				return
+			}
+			m.log.Warn("cluster port: accept failed; retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, acceptBackoffMax)
+			continue
+		}
+		backoff = acceptBackoffMin
+		if !m.startHandshake(c) {
+			m.log.Debug("cluster port: too many handshakes in progress; connection closed", "remote", c.RemoteAddr())
+			c.Close()
+			continue
 		}
 		go m.route(c)
 	}
 }
 
+func remoteAddr(c net.Conn) netip.Addr {
+	ap, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+	return ap.Addr().Unmap()
+}
+
+func (m *mux) startHandshake(c net.Conn) bool {
+	a := remoteAddr(c)
+	m.hsMu.Lock()
+	defer m.hsMu.Unlock()
+	if m.hsTotal >= maxHandshakes || m.hsPerAddr[a] >= maxHandshakesPerIP {
+		return false
+	}
+	m.hsTotal++
+	m.hsPerAddr[a]++
+	return true
+}
+
+func (m *mux) endHandshake(c net.Conn) {
+	a := remoteAddr(c)
+	m.hsMu.Lock()
+	defer m.hsMu.Unlock()
+	m.hsTotal--
+	if m.hsPerAddr[a]--; m.hsPerAddr[a] <= 0 {
+		delete(m.hsPerAddr, a)
+	}
+}
+
 func (m *mux) route(c net.Conn) {
 	tc := tls.Server(c, m.tls)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
+	err := tc.HandshakeContext(ctx)
+	m.endHandshake(c)
+	if err != nil {
 		m.log.Debug("cluster port: handshake failed", "remote", c.RemoteAddr(), "err", err)
 		c.Close()
 		return
@@ -100,7 +167,7 @@ func (m *mux) route(c net.Conn) {
 
 func (m *mux) Close() error {
 	var err error
-	m.closeMu.Do(func() { err = m.ln.Close() })
+	m.closeMu.Do(func() { m.closed.Store(true); err = m.ln.Close() })
 	return err
 }
 

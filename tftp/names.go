@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -30,6 +31,9 @@ var (
 	errBadName  = errors.New("bad file name")
 	errNotFound = fs.ErrNotExist
 	errNotFile  = errors.New("not a regular file")
+	// errOutsideRoots: a file root whose symlinks lead out of its
+	// directory and SystemDirs.
+	errOutsideRoots = errors.New("resolves outside the allowed directories")
 )
 
 // DefaultIPXEDir is where Debian's ipxe package installs the binaries.
@@ -140,7 +144,7 @@ func (rs *roots) close() {
 // anything but a regular file. errNotFound means no entry matched.
 func (rs *roots) open(name string) (*os.File, int64, error) {
 	if p, ok := rs.files[name]; ok {
-		return openRegular(func() (*os.File, error) { return os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0) })
+		return OpenFile(p)
 	}
 	for _, d := range rs.dirs {
 		rel := name
@@ -153,6 +157,42 @@ func (rs *roots) open(name string) (*os.File, int64, error) {
 		return openRegular(func() (*os.File, error) { return d.dir.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0) })
 	}
 	return nil, 0, errNotFound
+}
+
+// SystemDirs are where Debian's boot-loader packages keep their files: a
+// file root may be a symlink into one of them (Debian's ipxe links
+// /usr/lib/ipxe and /boot), besides its own directory.
+var SystemDirs = []string{"/usr/lib", "/usr/share", "/boot"}
+
+// OpenFile opens a file root for reading: a regular file (opened without
+// blocking, so a FIFO cannot hang a transfer) that, symlinks followed,
+// resolves inside the directory it is configured in or in SystemDirs. A
+// link planted next to an iPXE binary that points at a node's tokens or
+// keys is refused. The HTTP boot-file handler uses it too.
+func OpenFile(p string) (*os.File, int64, error) {
+	f, size, err := openRegular(func() (*os.File, error) { return os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0) })
+	if err != nil {
+		return nil, 0, err
+	}
+	// The path the kernel opened, not a second lookup of p that a swapped
+	// link could change.
+	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		real, err = filepath.EvalSymlinks(p)
+	}
+	if err == nil {
+		dirs := append([]string{filepath.Dir(p)}, SystemDirs...)
+		if d, derr := filepath.EvalSymlinks(filepath.Dir(p)); derr == nil {
+			dirs = append(dirs, d)
+		}
+		for _, d := range dirs {
+			if rel, rerr := filepath.Rel(d, real); rerr == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return f, size, nil
+			}
+		}
+	}
+	f.Close()
+	return nil, 0, fmt.Errorf("%s: %w", p, errOutsideRoots)
 }
 
 func openRegular(open func() (*os.File, error)) (*os.File, int64, error) {
