@@ -122,6 +122,19 @@ func FuzzHandle(f *testing.F) {
 			if err != nil {
 				t.Fatalf("reply does not parse: %v", err)
 			}
+			// Answered: a unicast chaddr, options within bounds, and a
+			// reply the client takes (the network's essential answer was
+			// checked to fit with the longest echoes allowed).
+			in, _ := dhcpv4.FromBytes(data)
+			if err := wire.CheckHW(in); err != nil {
+				t.Fatalf("answered a request with chaddr %s: %v", in.ClientHWAddr, err)
+			}
+			if code, err := wire.CheckOptions(in); err != nil {
+				t.Fatalf("answered a request with option %d of %d bytes", code, len(in.Options[code]))
+			}
+			if size, limit := wire.ClientSize(out), wire.MaxMessageSize(in, 1500); size > limit {
+				t.Fatalf("reply of %d bytes for a client that takes %d", size, limit)
+			}
 			if r == rf && out.MessageType() == dhcpv4.MessageTypeAck {
 				ip := wire.Addr(out.YourIPAddr)
 				mac := out.ClientHWAddr.String()

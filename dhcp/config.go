@@ -183,6 +183,9 @@ func (c Config) validate() error {
 		if n.Mode == store.DHCPFull && c.Replicator == nil {
 			return fmt.Errorf("dhcp: full mode on %s needs a Replicator", n.Iface)
 		}
+		if err := checkReplyFits(n, c.Boot); err != nil {
+			return err
+		}
 	}
 	return nil
 }

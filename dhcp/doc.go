@@ -10,6 +10,14 @@
 // NAKs broadcast, to ciaddr:68 when the client has an address, port-4011
 // requests back to their source, otherwise broadcast.
 //
+// A reply never exceeds what its client said it takes (option 57, RFC 2132
+// §9.10, read as the IP datagram; 548 bytes of DHCP message without it, RFC
+// 2131 §2): options past that are dropped in wire.Fit's order, counted and
+// logged. A network whose essential answer cannot fit 548 bytes is refused
+// when the service is built. Requests from no real NIC (broadcast,
+// multicast or zero chaddr) are dropped, and the options a reply echoes or
+// a lease records (61, 82, 97, 12) are bounded first (wire.CheckOptions).
+//
 // Dynamic leases come from blocks this node owns through Raft (package
 // lease); it reads the local store and writes only through the Replicator
 // and Housekeeper it is given, never importing the Raft package itself.

@@ -2,6 +2,7 @@ package dhcp
 
 import (
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -26,8 +27,14 @@ type Metrics struct {
 	blocks       *prometheus.GaugeVec
 	free         *prometheus.GaugeVec
 	leases       *leaseCollector
+	trimmed      *prometheus.CounterVec
+	optDropped   *prometheus.CounterVec
 
 	inBy, outBy [256]prometheus.Counter // per message type, resolved once
+	fitBy       [2]prometheus.Counter   // trimmed: fit, over
+	// optBy is optDropped per option code, resolved on first use: 256
+	// series of zeros would only clutter the exposition.
+	optBy [256]atomic.Pointer[prometheus.Counter]
 }
 
 func (m *Metrics) in(t dhcpv4.MessageType) prometheus.Counter  { return m.inBy[t] }
@@ -42,7 +49,27 @@ func (m *Metrics) resolve() *Metrics {
 		m.inBy[t] = m.packetsIn.WithLabelValues(name)
 		m.outBy[t] = m.packetsOut.WithLabelValues(name)
 	}
+	m.fitBy[0] = m.trimmed.WithLabelValues("fit")
+	m.fitBy[1] = m.trimmed.WithLabelValues("over")
 	return m
+}
+
+// trim counts a reply that lost options to fit its client's limit; over:
+// its essential options alone are past it.
+func (m *Metrics) trim(over bool) prometheus.Counter {
+	if over {
+		return m.fitBy[1]
+	}
+	return m.fitBy[0]
+}
+
+func (m *Metrics) optionDropped(code uint8) prometheus.Counter {
+	if c := m.optBy[code].Load(); c != nil {
+		return *c
+	}
+	c := m.optDropped.WithLabelValues(strconv.Itoa(int(code)))
+	m.optBy[code].Store(&c)
+	return c
 }
 
 // NewMetrics makes the collectors.
@@ -76,6 +103,13 @@ func NewMetrics() *Metrics {
 		free: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rollcall_dhcp_free_addresses", Help: "Free addresses in this node's blocks, by subnet.",
 		}, []string{"subnet"}),
+		trimmed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rollcall_dhcp_replies_trimmed_total",
+			Help: "Replies that lost options to fit the client's maximum message size (option 57, RFC 2132 §9.10; 548 bytes without it), by result (fit; over: the essential options alone are past it, sent as they are).",
+		}, []string{"result"}),
+		optDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rollcall_dhcp_reply_options_dropped_total", Help: "Options dropped from replies to fit the client's maximum message size, by option code.",
+		}, []string{"option"}),
 		leases: &leaseCollector{desc: prometheus.NewDesc("rollcall_dhcp_leases_in_use",
 			"Unexpired leases per dynamic range, cluster-wide (from the local store).", []string{"subnet", "range"}, nil)},
 	}).resolve()
@@ -84,11 +118,19 @@ func NewMetrics() *Metrics {
 // Collectors returns every collector, for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.packetsIn, m.packetsOut, m.drops, m.batches, m.batchEntries,
-		m.batchSeconds, m.pending, m.blocks, m.free, m.leases}
+		m.batchSeconds, m.pending, m.blocks, m.free, m.leases, m.trimmed, m.optDropped}
 }
 
 // Drops returns the count of one drop reason (for tests and the console).
 func (m *Metrics) Drops(reason string) float64 { return counterValue(m.drops.WithLabelValues(reason)) }
+
+// Trimmed returns how many replies lost options to fit their client's
+// maximum message size (for tests and the console).
+func (m *Metrics) Trimmed() float64 { return counterValue(m.fitBy[0]) + counterValue(m.fitBy[1]) }
+
+// OptionDrops returns how often option code was dropped from a reply to
+// make it fit (for tests and the console).
+func (m *Metrics) OptionDrops(code uint8) float64 { return counterValue(m.optionDropped(code)) }
 
 func counterValue(c prometheus.Counter) float64 {
 	var pb dto.Metric

@@ -39,6 +39,11 @@ func newFullLab(t *testing.T, cliAddr string, tweak func(*Config)) *fullLab {
 // full mode on iface inside ns, the network model in a replicated store,
 // and waits for the first lease block.
 func serveFull(t *testing.T, ns *testNS, iface string, subnet netip.Prefix, tweak func(*Config)) *replica.Cluster {
+	return serveFullDNS(t, ns, iface, subnet, nil, tweak)
+}
+
+// serveFullDNS is serveFull with the subnet's DNS servers given (nil: .1).
+func serveFullDNS(t *testing.T, ns *testNS, iface string, subnet netip.Prefix, dns []netip.Addr, tweak func(*Config)) *replica.Cluster {
 	t.Helper()
 	c, err := replica.New(t.TempDir(), 1, nil)
 	if err != nil {
@@ -46,10 +51,13 @@ func serveFull(t *testing.T, ns *testNS, iface string, subnet netip.Prefix, twea
 	}
 	t.Cleanup(c.Close)
 	host := func(n byte) netip.Addr { a := subnet.Addr().As4(); a[3] = n; return netip.AddrFrom4(a) }
+	if dns == nil {
+		dns = []netip.Addr{host(1)}
+	}
 	err = c.Network(context.Background(),
 		store.VLAN{Fabric: "lab", VID: 0, MTU: 1500, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "n1", Iface: iface}}},
 		store.Subnet{CIDR: subnet, Fabric: "lab", Purpose: "provisioning", Gateway: host(1),
-			DNS: []netip.Addr{host(1)}, Domain: "lab.example"},
+			DNS: dns, Domain: "lab.example"},
 		store.Range{Subnet: subnet, Kind: store.RangeDynamic, First: host(100), Last: host(199)})
 	if err != nil {
 		t.Fatal(err)
@@ -211,6 +219,50 @@ case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) 
 	l.udhcpcRenewRelease(t, cmd, events, netip.MustParseAddr(ip))
 	if t.Failed() {
 		t.Logf("udhcpc output:\n%s", out.String())
+	}
+}
+
+// TestUdhcpcManyDNS: on a subnet with 100 DNS servers the full OFFER is
+// past the 576 bytes udhcpc takes (it says so in option 57, and silently
+// drops a longer reply). It still binds: the DNS option is dropped from
+// its replies, the rest kept, and the drop counted.
+func TestUdhcpcManyDNS(t *testing.T) {
+	need(t, "udhcpc")
+	l := &fullLab{srv: newNS(t, "srv"), cli: newNS(t, "cli"), dir: t.TempDir()}
+	veth(t, l.srv, "srv0", "10.213.1.1/24", l.cli, "cli0", "")
+	m := NewMetrics()
+	l.c = serveFullDNS(t, l.srv, "srv0", netip.MustParsePrefix("10.213.1.0/24"), manyDNS(100), func(c *Config) { c.Metrics = m })
+	hook, events := script(t, l.dir, `echo "$1 ip=$ip subnet=$subnet router=$router dns=$dns domain=$domain lease=$lease serverid=$serverid" >> LOG
+case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) ip addr flush dev $interface ;; esac
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := l.cli.cmd(ctx, "udhcpc", "-f", "-i", "cli0", "-s", hook, "-t", "5", "-T", "1", "-A", "1", "-O", "domain")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("udhcpc output:\n%s\nevents:\n%s", out.String(), strings.Join(readLines(events), "\n"))
+		}
+	})
+	eventually(t, 20*time.Second, "udhcpc bound", func() bool { _, ok := hasLine(events, "bound"); return ok })
+	bound, _ := hasLine(events, "bound")
+	for _, want := range []string{"subnet=255.255.255.0", "router=10.213.1.1", "domain=lab.example", "lease=3600", "serverid=10.213.1.1"} {
+		if !strings.Contains(bound, want) {
+			t.Errorf("udhcpc bound without %s: %s", want, bound)
+		}
+	}
+	ip := regexp.MustCompile(`ip=(\S+)`).FindStringSubmatch(bound)[1]
+	eventually(t, 5*time.Second, "the lease replicated", func() bool {
+		x, ok := l.lease(l.cliMAC(t))
+		return ok && x.IP.String() == ip
+	})
+	if m.OptionDrops(6) < 2 || m.Trimmed() < 2 {
+		t.Errorf("option 6 dropped %v times from %v trimmed replies, want the OFFER's and the ACK's", m.OptionDrops(6), m.Trimmed())
 	}
 }
 

@@ -63,6 +63,7 @@ type rig struct {
 	c     *replica.Cluster
 	clock *clock
 	nodes []*node
+	log   *slog.Logger // nil: testLog
 }
 
 type rigOpts struct {
@@ -72,7 +73,10 @@ type rigOpts struct {
 	last      string
 	tweak     func(*Config)
 	realClock bool
-	loader    string // the VLAN's boot loader
+	loader    string       // the VLAN's boot loader
+	dns       []netip.Addr // the subnet's DNS servers; default 10.213.0.2
+	mtu       int          // the VLAN's; default 1500
+	log       *slog.Logger // the servers' logger; default testLog
 }
 
 func newRig(t testing.TB, o rigOpts) *rig {
@@ -86,7 +90,13 @@ func newRig(t testing.TB, o rigOpts) *rig {
 	if o.first == "" {
 		o.first, o.last = "10.213.1.0", "10.213.1.255"
 	}
-	r := &rig{t: t, clock: newClock()}
+	if o.mtu == 0 {
+		o.mtu = 1500
+	}
+	if o.dns == nil {
+		o.dns = []netip.Addr{netip.MustParseAddr("10.213.0.2")}
+	}
+	r := &rig{t: t, clock: newClock(), log: o.log}
 	now := r.clock.Now
 	if o.realClock {
 		now = time.Now
@@ -102,9 +112,9 @@ func newRig(t testing.TB, o rigOpts) *rig {
 		servers = append(servers, store.VLANServer{Node: c.Name(i), Iface: "eth0"})
 	}
 	ctx := context.Background()
-	err = c.Network(ctx, store.VLAN{Fabric: "f1", VID: 0, MTU: 1500, DHCP: o.mode, Servers: servers, BootLoader: o.loader},
+	err = c.Network(ctx, store.VLAN{Fabric: "f1", VID: 0, MTU: o.mtu, DHCP: o.mode, Servers: servers, BootLoader: o.loader},
 		store.Subnet{CIDR: testSubnet, Fabric: "f1", VID: 0, Purpose: "provisioning", Gateway: testGW,
-			DNS: []netip.Addr{netip.MustParseAddr("10.213.0.2")}, Domain: "lab.example"},
+			DNS: o.dns, Domain: "lab.example"},
 		store.Range{Subnet: testSubnet, Kind: store.RangeDynamic, First: netip.MustParseAddr(o.first), Last: netip.MustParseAddr(o.last)})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +144,11 @@ func newRig(t testing.TB, o rigOpts) *rig {
 // start (re)starts node i's server, as from a process start.
 func (r *rig) start(i int, cfg Config) {
 	r.t.Helper()
-	s, err := newServer(cfg, testLog(r.t).With("node", cfg.Node))
+	log := r.log
+	if log == nil {
+		log = testLog(r.t)
+	}
+	s, err := newServer(cfg, log.With("node", cfg.Node))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package dhcp
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
-	"github.com/insomniacslk/dhcp/iana"
 
 	"github.com/rollcall/rollcall/dhcp/boot"
 	"github.com/rollcall/rollcall/dhcp/full"
@@ -27,6 +27,8 @@ type network struct {
 	handler  wire.Handler
 	pool     *lease.Pool // full mode
 	settings atomic.Pointer[full.Settings]
+	// sampleSize is the size of the last answer warnLongOptions measured.
+	sampleSize int
 }
 
 // iface groups the networks served on one interface: they share its sockets.
@@ -48,6 +50,7 @@ type server struct {
 	limit    *limiter
 	seen     *seenFilter
 	machines *machineCache
+	trimLog  xidOnce
 	netIdx   atomic.Uint64
 }
 
@@ -164,6 +167,7 @@ func (s *server) loadSettings() {
 					}
 				}
 				n.settings.Store(&st)
+				s.warnLongOptions(n, st)
 			}
 		}
 		return nil
@@ -360,13 +364,18 @@ func (s *server) process(ctx context.Context, pk packet) (r reply, err error) {
 	if p.OpCode != dhcpv4.OpcodeBootRequest {
 		return r, wire.Dropf(wire.ReasonNotRequest)
 	}
-	if p.HWType != iana.HWTypeEthernet || len(p.ClientHWAddr) != 6 {
-		return r, wire.Dropf(wire.ReasonBadHWAddr)
+	if err := wire.CheckHW(p); err != nil {
+		s.debugDrop(ctx, pk, p, err)
+		return r, err
 	}
 	now := s.cfg.Now()
 	mac := p.ClientHWAddr.String()
 	if !s.limit.allow(mac, now) {
 		return r, wire.Dropf(wire.ReasonRateLimited)
+	}
+	if code, err := wire.CheckOptions(p); err != nil {
+		s.debugDrop(ctx, pk, p, err, "option", code, "len", len(p.Options[code]))
+		return r, err
 	}
 	giaddr := wire.Addr(p.GatewayIPAddr)
 	link := giaddr // the address whose subnet the client is on
@@ -397,12 +406,27 @@ func (s *server) process(ctx context.Context, pk packet) (r reply, err error) {
 		return r, err
 	}
 	out := wire.AppendPacket(pk.out[:0], resp)
+	// Most replies are far below any limit: the length of what was
+	// written decides, and only a long one is measured and trimmed.
+	if limit := wire.MaxMessageSize(p, nw.mtu()); len(out) > limit && wire.ClientSize(resp) > limit {
+		s.fit(req, resp, limit)
+		out = wire.AppendPacket(pk.out[:0], resp)
+	}
 	r = reply{data: out, local: local, typ: wire.MessageType(resp), to: route(pk, p, resp)}
 	if r.to.Addr() == broadcastAddr && unicastable(pk, p, resp, nw) {
 		r.to = netip.AddrPortFrom(wire.Addr(resp.YourIPAddr), wire.ClientPort)
 		r.hw = p.ClientHWAddr
 	}
 	return r, err
+}
+
+// debugDrop logs a request refused before any handler saw it.
+func (s *server) debugDrop(ctx context.Context, pk packet, p *dhcpv4.DHCPv4, err error, args ...any) {
+	if !s.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	s.log.Debug("dhcp: request dropped", append([]any{"reason", wire.DropReason(err),
+		"mac", p.ClientHWAddr.String(), "htype", p.HWType, "xid", hex.EncodeToString(p.TransactionID[:]), "iface", pk.ifc.name}, args...)...)
 }
 
 // unicastable says whether a reply that route sends as broadcast can go
@@ -530,6 +554,9 @@ type bucket struct {
 	last   time.Time
 }
 
+// maxLimited bounds the MACs the limiter tracks between sweeps.
+const maxLimited = 100000
+
 func newLimiter(rate float64, burst int) *limiter {
 	return &limiter{rate: rate, burst: float64(burst), m: map[string]*bucket{}}
 }
@@ -547,6 +574,11 @@ func (l *limiter) allow(mac string, now time.Time) bool {
 	}
 	b := l.m[mac]
 	if b == nil {
+		if len(l.m) >= maxLimited {
+			// A flood of made-up MACs: start over rather than grow
+			// without bound until the next sweep.
+			l.m = map[string]*bucket{}
+		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.m[mac] = b
 	}

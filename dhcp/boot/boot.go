@@ -13,10 +13,10 @@
 package boot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
@@ -108,13 +108,26 @@ type Client struct {
 	UserClass string
 }
 
+// Markers read in requests, as bytes: options 60 and 77 are compared in
+// place, so an attacker's long option costs no copy of it.
+var (
+	pxeClient  = []byte("PXEClient")
+	httpClient = []byte("HTTPClient")
+	ipxeMarker = []byte("iPXE")
+	archKey    = []byte(":Arch:")
+)
+
+// maxUserClass bounds the user class kept for a sighting (it is
+// replicated with it).
+const maxUserClass = 64
+
 // Classify reads the boot markers of a request.
 func Classify(p *dhcpv4.DHCPv4) Client {
 	c := Client{Arch: -1}
 	if v := p.Options[93]; len(v) >= 2 {
 		c.Arch = int(binary.BigEndian.Uint16(v))
 	}
-	vendor := string(p.Options[60])
+	vendor := p.Options[60]
 	if c.Arch < 0 {
 		c.Arch = archFromVendor(vendor)
 	}
@@ -122,41 +135,53 @@ func Classify(p *dhcpv4.DHCPv4) Client {
 	c.UserClass = printable(uc)
 	_, has175 := p.Options[175]
 	switch {
-	case has175 || strings.Contains(string(uc), "iPXE"):
+	case has175 || bytes.Contains(uc, ipxeMarker):
 		c.Kind = IPXE
-	case strings.HasPrefix(vendor, "HTTPClient"), c.Arch == ArchHTTPIA32 || c.Arch == ArchHTTPx64 || c.Arch == ArchHTTPARM:
+	case bytes.HasPrefix(vendor, httpClient), c.Arch == ArchHTTPIA32 || c.Arch == ArchHTTPx64 || c.Arch == ArchHTTPARM:
 		c.Kind = HTTP
-	case strings.HasPrefix(vendor, "PXEClient"):
+	case bytes.HasPrefix(vendor, pxeClient):
 		c.Kind = PXE
 	}
 	return c
 }
 
+// IsBootClient reports whether option 60 names a PXE or UEFI HTTP boot
+// client ("PXEClient…", "HTTPClient…").
+func IsBootClient(p *dhcpv4.DHCPv4) bool {
+	v := p.Options[60]
+	return bytes.HasPrefix(v, pxeClient) || bytes.HasPrefix(v, httpClient)
+}
+
 // archFromVendor parses "PXEClient:Arch:00007:UNDI:003016".
-func archFromVendor(v string) int {
-	const key = ":Arch:"
-	i := strings.Index(v, key)
-	if i < 0 || len(v) < i+len(key)+5 {
+func archFromVendor(v []byte) int {
+	i := bytes.Index(v, archKey)
+	if i < 0 || len(v) < i+len(archKey)+5 {
 		return -1
 	}
-	n, err := strconv.Atoi(v[i+len(key) : i+len(key)+5])
-	if err != nil {
-		return -1
+	n := 0
+	for _, d := range v[i+len(archKey) : i+len(archKey)+5] {
+		if d < '0' || d > '9' {
+			return -1
+		}
+		n = n*10 + int(d-'0')
 	}
 	return n
 }
 
+// printable keeps the printable bytes of b, at most maxUserClass of them.
 func printable(b []byte) string {
-	out := make([]byte, 0, len(b))
+	var out [maxUserClass]byte
+	n := 0
 	for _, c := range b {
+		if n == len(out) {
+			break
+		}
 		if c >= 0x20 && c < 0x7f {
-			out = append(out, c)
+			out[n] = c
+			n++
 		}
 	}
-	if len(out) > 64 {
-		out = out[:64]
-	}
-	return string(out)
+	return string(out[:n])
 }
 
 // Answer is the boot file a client gets.

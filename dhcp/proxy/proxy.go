@@ -9,7 +9,6 @@ package proxy
 
 import (
 	"context"
-	"strings"
 
 	"github.com/insomniacslk/dhcp/dhcpv4"
 
@@ -27,8 +26,7 @@ var _ wire.Handler = (*Handler)(nil)
 // Handle answers one request.
 func (h *Handler) Handle(ctx context.Context, req *wire.Request) (*dhcpv4.DHCPv4, error) {
 	p := req.Pkt
-	vendor := string(p.Options[60])
-	if !strings.HasPrefix(vendor, "PXEClient") && !strings.HasPrefix(vendor, "HTTPClient") {
+	if !boot.IsBootClient(p) {
 		return nil, wire.Dropf(wire.ReasonNotPXE)
 	}
 	var t dhcpv4.MessageType

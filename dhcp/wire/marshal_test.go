@@ -66,8 +66,12 @@ func FuzzAppendPacket(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got, want := AppendPacket(nil, p), p.ToBytes(); !bytes.Equal(got, want) {
+		got, want := AppendPacket(nil, p), p.ToBytes()
+		if !bytes.Equal(got, want) {
 			t.Fatalf("AppendPacket differs from ToBytes:\n got %x\nwant %x", got, want)
+		}
+		if Size(p) != len(got) {
+			t.Fatalf("Size %d, AppendPacket wrote %d", Size(p), len(got))
 		}
 	})
 }

@@ -1,8 +1,9 @@
 // Package wire holds what the DHCPv4 mode handlers share with the server
 // that owns the sockets: the request as it arrived (packet plus where it came
 // from), the Handler interface both modes implement, counted drop reasons,
-// and the option helpers common to full and proxy replies (RFC 2131, RFC
-// 2132, RFC 3046).
+// the option helpers common to full and proxy replies (RFC 2131, RFC
+// 2132, RFC 3046), the bounds on what a client sends (check.go) and the
+// sizing of replies to what the client takes (fit.go).
 package wire
 
 import (
@@ -79,6 +80,8 @@ const (
 	ReasonNoMsgType    = "no_message_type" // option 53 missing (BOOTP)
 	ReasonUnknownType  = "unknown_message_type"
 	ReasonBadHWAddr    = "bad_hwaddr"     // not Ethernet with a 6-byte chaddr
+	ReasonBadChaddr    = "bad_chaddr"     // chaddr broadcast, multicast or zero
+	ReasonBadOption    = "bad_option"     // an option echoed or recorded is past its bound (CheckOptions)
 	ReasonRateLimited  = "rate_limited"   // flood from one MAC
 	ReasonOtherSubnet  = "other_subnet"   // relayed from, or asking for, a network we do not serve
 	ReasonNotForUs     = "not_for_us"     // REQUEST for another server, or a lease another node owns
@@ -184,10 +187,11 @@ func MessageType(p *dhcpv4.DHCPv4) dhcpv4.MessageType {
 	return dhcpv4.MessageType(v[0])
 }
 
-// ClientID returns option 61 in hex, or "".
+// ClientID returns option 61 in hex, or "" when it is missing or out of
+// CheckOptions' bounds: it goes into the lease record.
 func ClientID(p *dhcpv4.DHCPv4) string {
 	v := p.Options[61]
-	if len(v) == 0 {
+	if len(v) < 2 || len(v) > MaxClientID {
 		return ""
 	}
 	const hexd = "0123456789abcdef"
@@ -198,18 +202,26 @@ func ClientID(p *dhcpv4.DHCPv4) string {
 	return string(out)
 }
 
-// Hostname returns option 12 when it is printable, else "".
+// Hostname returns option 12 when it is a plausible host name, else "":
+// at most MaxHostname bytes of letters, digits, '-', '_' and '.', starting
+// with a letter or digit. It goes into the lease record and from there to
+// the UI, exports and DNS providers, so anything else (quotes, slashes,
+// control bytes) is not recorded.
 func Hostname(p *dhcpv4.DHCPv4) string {
 	v := p.Options[12]
-	if len(v) == 0 || len(v) > 63 {
+	if len(v) == 0 || len(v) > MaxHostname || !alnum(v[0]) {
 		return ""
 	}
 	for _, c := range v {
-		if c < 0x21 || c > 0x7e {
+		if !alnum(c) && c != '-' && c != '_' && c != '.' {
 			return ""
 		}
 	}
 	return string(v)
+}
+
+func alnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // LinkSelection is the address that names the client's subnet when a relay
@@ -236,4 +248,13 @@ func LinkSelection(p *dhcpv4.DHCPv4) netip.Addr {
 		rai = rai[2+n:]
 	}
 	return netip.Addr{}
+}
+
+// OptUint16 returns a 2-byte option as a number, or 0.
+func OptUint16(p *dhcpv4.DHCPv4, code uint8) int {
+	v := p.Options[code]
+	if len(v) != 2 {
+		return 0
+	}
+	return int(v[0])<<8 | int(v[1])
 }

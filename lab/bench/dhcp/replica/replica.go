@@ -265,6 +265,10 @@ func (n *Node) Batch(ctx context.Context, grants []lease.Grant, releases []lease
 func (c *Cluster) Network(ctx context.Context, vlan store.VLAN, subnet store.Subnet, ranges ...store.Range) error {
 	now := c.Now()
 	cmds := []raftfsm.Command{&raftfsm.FabricPut{Fabric: store.Fabric{Name: vlan.Fabric, Kind: store.FabricEthernet, Created: now}}}
+	// A VLAN is served by members of the cluster: the nodes it names are.
+	for _, srv := range vlan.Servers {
+		cmds = append(cmds, &raftfsm.NodePut{Node: store.Node{Name: srv.Node, RaftAddr: "replica/" + srv.Node, Joined: now}})
+	}
 	vlan.Created = now
 	subnet.Created = now
 	cmds = append(cmds, &raftfsm.VLANPut{VLAN: vlan}, &raftfsm.SubnetPut{Subnet: subnet})
