@@ -32,6 +32,10 @@ const (
 	headerMinIndex = "X-Rollcall-Min-Index"
 	maxBodyBytes   = 1 << 20
 	maxWait        = 5 * time.Minute
+	// maxWaiters bounds the blocking queries (?index=&wait=) one node
+	// holds: the UI, consoles and -watch of a whole operations team, with
+	// room; each holds a connection and, when woken, an answer.
+	maxWaiters = 512
 )
 
 // apiError is what a client sees: a status, a stable code and a public
@@ -327,6 +331,12 @@ func (n *Node) blockingQuery(c *gin.Context, table string) error {
 		}
 	}
 	wait = min(wait, maxWait)
+	if n.waiters.Add(1) > maxWaiters {
+		n.waiters.Add(-1)
+		c.Header("Retry-After", "5")
+		return &apiError{Status: http.StatusTooManyRequests, Code: "too_many_watchers", Message: fmt.Sprintf("this node holds %d blocking queries already; retry in a few seconds", maxWaiters)}
+	}
+	defer n.waiters.Add(-1)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,7 +127,12 @@ func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64
 type MachineList struct {
 	Index    uint64        `json:"index"`
 	Machines []MachineView `json:"machines"`
+	// Next is the ?after= of the next page when ?limit= cut the list.
+	Next string `json:"next,omitempty"`
 }
+
+// maxListLimit bounds one page of ?limit=.
+const maxListLimit = 10000
 
 func (n *Node) listMachines(c *gin.Context) {
 	if err := n.minIndex(c); err != nil {
@@ -140,11 +146,33 @@ func (n *Node) listMachines(c *gin.Context) {
 	state := c.Query("state")
 	if state != "" {
 		if _, ok := store.Transitions[state]; !ok {
-			n.fail(c, badRequest("unknown state %q (known: %s)", state, strings.Join(knownStates(), ", ")))
+			n.fail(c, badRequest("unknown state %q (known: %s)", clip(state), strings.Join(knownStates(), ", ")))
 			return
 		}
 	}
+	limit := 0
+	if v := c.Query("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > maxListLimit {
+			n.fail(c, badRequest("limit must be an integer from 1 to %d", maxListLimit))
+			return
+		}
+		limit = l
+	}
+	after := c.Query("after")
 	q := strings.ToLower(strings.TrimSpace(c.Query("q")))
+	if state == "" && q == "" && limit == 0 && after == "" {
+		// The whole list, the one every watcher asks for: encoded (and
+		// gzipped) once per change and shared by every request.
+		full, err := n.machines.fullList(n.db)
+		if err != nil {
+			n.fail(c, err)
+			return
+		}
+		c.Header(headerIndex, strconv.FormatUint(full.index, 10))
+		writeShared(c, full)
+		return
+	}
 	rows, index, err := n.machines.snapshot(n.db)
 	if err != nil {
 		n.fail(c, err)
@@ -152,22 +180,42 @@ func (n *Node) listMachines(c *gin.Context) {
 	}
 	// The rows' JSON is ready: write the MachineList shape around it.
 	var buf bytes.Buffer
-	buf.Grow(64 + len(rows)*1100)
+	buf.Grow(64 + min(len(rows), max(limit, 64))*1100)
 	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
-	first := true
-	for _, r := range rows {
-		if state != "" && r.state != state || q != "" && !r.matches(q) {
+	count, next := 0, ""
+	start, _ := slices.BinarySearchFunc(rows, after, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
+	for _, r := range rows[start:] {
+		if after != "" && r.id <= after || state != "" && r.state != state || q != "" && !r.matches(q) {
 			continue
 		}
-		if !first {
+		if limit > 0 && count == limit {
+			break
+		}
+		if count > 0 {
 			buf.WriteByte(',')
 		}
-		first = false
 		buf.Write(r.json)
+		count++
+		next = r.id
 	}
-	buf.WriteString("]}")
+	buf.WriteString("]")
+	if limit > 0 && count == limit && next != "" && hasMore(rows, next, state, q) {
+		fmt.Fprintf(&buf, `,"next":%q`, next)
+	}
+	buf.WriteString("}")
 	c.Header(headerIndex, strconv.FormatUint(index, 10))
 	c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
+}
+
+// hasMore says whether a row after id passes the filters.
+func hasMore(rows []*listRow, id, state, q string) bool {
+	i, _ := slices.BinarySearchFunc(rows, id, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
+	for _, r := range rows[i:] {
+		if r.id > id && (state == "" || r.state == state) && (q == "" || r.matches(q)) {
+			return true
+		}
+	}
+	return false
 }
 
 func knownStates() []string { return store.States }

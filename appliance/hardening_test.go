@@ -1,9 +1,11 @@
 package appliance
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -434,5 +437,116 @@ func TestBootFilesDoNotFollowLinksOut(t *testing.T) {
 	}
 	if r := do(t, n, "GET", "/boot/snponly.efi", nil); r.status != http.StatusOK || string(r.body) != "MZ-snponly" {
 		t.Fatalf("a real boot file: %s", r)
+	}
+}
+
+// Finding 6: 1,000 blocking readers of a 7 MB list took a node from 0.4 to
+// 4.4 GB when one write woke them. The whole list is encoded once per change
+// and shared, gzipped on request, paged on request, and waiters are capped.
+func TestListSharedPagedAndCapped(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	for i := range 25 {
+		if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: fmt.Sprintf("page-%02d", i)}, bearer(admin)...); r.status != http.StatusCreated {
+			t.Fatalf("add: %s", r)
+		}
+	}
+	a, err := n.machines.fullList(n.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := n.machines.fullList(n.db); a != b {
+		t.Fatal("the same list was encoded twice")
+	}
+	plain := do(t, n, "GET", "/api/v1/machines", nil, bearer(admin)...)
+	if string(plain.body) != string(a.body) {
+		t.Fatalf("the answer is not the shared encoding")
+	}
+	// gzip when asked (a Transport that does not decode for us).
+	req, _ := http.NewRequest("GET", "http://"+n.HTTPAddr()+"/api/v1/machines", nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(resp.Body)
+	if err != nil || resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("no gzip: %v %q", err, resp.Header.Get("Content-Encoding"))
+	}
+	unz, _ := io.ReadAll(zr)
+	resp.Body.Close()
+	if string(unz) != string(a.body) {
+		t.Fatal("the gzipped answer differs")
+	}
+	// Pages of 10 cover the list once, in order.
+	var seen []string
+	after := ""
+	for page := 0; ; page++ {
+		var l MachineList
+		r := do(t, n, "GET", "/api/v1/machines?limit=10&after="+after, nil, bearer(admin)...)
+		r.decode(t, &l)
+		for _, m := range l.Machines {
+			seen = append(seen, m.ID)
+		}
+		if l.Next == "" {
+			break
+		}
+		if page > 5 || len(l.Machines) != 10 {
+			t.Fatalf("page %d: %d machines, next %q", page, len(l.Machines), l.Next)
+		}
+		after = l.Next
+	}
+	var all MachineList
+	plain.decode(t, &all)
+	if len(seen) != len(all.Machines) || len(seen) != 25 {
+		t.Fatalf("pages saw %d machines, the list has %d", len(seen), len(all.Machines))
+	}
+	for i := range seen {
+		if seen[i] != all.Machines[i].ID {
+			t.Fatalf("page order differs at %d: %s vs %s", i, seen[i], all.Machines[i].ID)
+		}
+	}
+	if r := do(t, n, "GET", "/api/v1/machines?limit=0", nil, bearer(admin)...); r.status != http.StatusBadRequest {
+		t.Fatalf("limit=0: %s", r)
+	}
+
+	// More blocking queries than the cap: the ones past it are refused at
+	// once with 429, the others are answered by one write.
+	idx := all.Index
+	client := func(a int) *http.Client {
+		return &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 100,
+			DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 3, byte(a))}}).DialContext}}
+	}
+	var wg sync.WaitGroup
+	var ok, refused atomic.Int64
+	for i := range maxWaiters + 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://%s/api/v1/machines?index=%d&wait=30s", n.HTTPAddr(), idx), nil)
+			req.Header.Set("Authorization", "Bearer "+admin)
+			resp, err := client(1 + i%12).Do(req)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				ok.Add(1)
+			case http.StatusTooManyRequests:
+				refused.Add(1)
+			}
+		}()
+	}
+	waitFor(t, "the waiters to queue", func() bool {
+		return n.waiters.Load()+refused.Load() >= maxWaiters+40 || refused.Load() >= 40 && n.waiters.Load() == maxWaiters
+	})
+	if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "wake-up"}, bearer(admin)...); r.status != http.StatusCreated {
+		t.Fatalf("add: %s", r)
+	}
+	wg.Wait()
+	if refused.Load() < 40 || ok.Load()+refused.Load() != maxWaiters+40 {
+		t.Fatalf("%d answered, %d refused of %d waiters (cap %d)", ok.Load(), refused.Load(), maxWaiters+40, maxWaiters)
 	}
 }

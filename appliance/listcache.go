@@ -1,11 +1,17 @@
 package appliance
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/rollcall/rollcall/store"
 )
@@ -27,6 +33,7 @@ type listCache struct {
 	index uint64 // the machines table index the rows reflect
 	rows  map[string]*listRow
 	order []*listRow // by ID
+	full  *sharedAnswer
 }
 
 func newRow(m store.Machine) (*listRow, error) {
@@ -139,6 +146,77 @@ func (r *listRow) matches(q string) bool {
 	bare := strings.ReplaceAll(qm, ":", "")
 	for _, mac := range r.macs {
 		if strings.Contains(mac, qm) || strings.Contains(strings.ReplaceAll(mac, ":", ""), bare) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedAnswer is an encoded answer shared by every request for it until
+// the data changes: a thousand waiters woken by one write cost one encoding,
+// not a thousand copies of a 7 MB list.
+type sharedAnswer struct {
+	index   uint64
+	body    []byte
+	gzOnce  sync.Once
+	gzipped []byte
+}
+
+// gz is the body gzipped, computed once on first demand.
+func (a *sharedAnswer) gz() []byte {
+	a.gzOnce.Do(func() {
+		var b bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		w.Write(a.body)
+		w.Close()
+		a.gzipped = b.Bytes()
+	})
+	return a.gzipped
+}
+
+// fullList is the unfiltered machine list as of the store's current index.
+func (lc *listCache) fullList(db *store.DB) (*sharedAnswer, error) {
+	rows, index, err := lc.snapshot(db)
+	if err != nil {
+		return nil, err
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if a := lc.full; a != nil && a.index == index {
+		return a, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(64 + len(rows)*1100)
+	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
+	for i, r := range rows {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(r.json)
+	}
+	buf.WriteString("]}")
+	a := &sharedAnswer{index: index, body: buf.Bytes()}
+	if index >= lc.index {
+		lc.full = a
+	}
+	return a, nil
+}
+
+// writeShared sends a shared answer, gzipped when the client accepts it.
+func writeShared(c *gin.Context, a *sharedAnswer) {
+	c.Header("Vary", "Accept-Encoding")
+	if acceptsGzip(c.GetHeader("Accept-Encoding")) {
+		c.Header("Content-Encoding", "gzip")
+		c.Data(http.StatusOK, "application/json; charset=utf-8", a.gz())
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", a.body)
+}
+
+func acceptsGzip(h string) bool {
+	for _, part := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
 			return true
 		}
 	}

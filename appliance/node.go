@@ -105,6 +105,7 @@ type Node struct {
 	imageFetched prometheus.Counter
 	imageRefused prometheus.Counter
 	hintLimiter  *windowLimiter
+	waiters      atomic.Int64 // blocking queries in progress
 
 	https     *http.Server
 	httpsLn   net.Listener

@@ -64,7 +64,7 @@ func (n *Node) coreRoutes() []route {
 		{"POST", "/api/v1/cluster/join-codes", authAdmin, "a one-time join code for a new node", joinCodeRequest{}, n.postJoinCode},
 		{"DELETE", "/api/v1/cluster/members/:name", authAdmin, "remove a node from the cluster", nil, n.deleteMember},
 
-		{"GET", "/api/v1/machines", authAdmin, "machine summaries (?state= ?q= ?index=&wait= ?min_index=)", nil, n.listMachines},
+		{"GET", "/api/v1/machines", authAdmin, "machine summaries (?state= ?q= ?limit=&after= pages, next in the answer; ?index=&wait= blocks, at most 512 per node; ?min_index=; gzip when accepted)", nil, n.listMachines},
 		{"POST", "/api/v1/machines", authAdmin, "add a machine by hand (state new)", createMachineRequest{}, n.createMachine},
 		{"GET", "/api/v1/machines/:id", authAdmin, "full record: inventory, BMC (no secret), events", nil, n.getMachine},
 		{"DELETE", "/api/v1/machines/:id", authAdmin, "forget a machine", nil, n.deleteMachine},
