@@ -91,6 +91,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve", "tui", "setup": // the console draws its own screen
+	default:
+		stdout = &printableWriter{w: stdout}
+	}
 	var err error
 	switch cmd {
 	case "serve":

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -46,14 +47,21 @@ type DB struct {
 
 // Open opens (or creates) the store file at path, checks that it is a
 // readable bbolt file of a schema this code knows, and migrates it.
-// A damaged file is refused with the reason: a node must not serve or
-// replicate from a state it cannot trust.
+// A damaged file is refused with the reason (ErrDamaged): a node must not
+// serve or replicate from a state it cannot trust. The checks: the file's
+// structure (checkFile, then bbolt's tx.Check) and, when the store was
+// closed cleanly, its content against the state hash Close recorded. A
+// file another process holds fails with ErrInUse, naming that process.
 func Open(path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db, err := openBolt(path)
+	db, err := openBolt(path, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkHashFile(db, path); err != nil {
+		db.Close()
 		return nil, err
 	}
 	if err := initSchema(db); err != nil {
@@ -72,35 +80,26 @@ func boltOptions() *bolt.Options {
 	}
 }
 
-// openBolt opens a bbolt file and runs bbolt's own consistency check on it,
-// turning the panics a damaged file can cause into an error.
-func openBolt(path string) (db *bolt.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if db != nil {
-				db.Close()
+func initSchema(db *bolt.DB) error {
+	// A file of this schema with every bucket is left as it is: opening a
+	// store writes nothing.
+	current := false
+	db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || !bytes.Equal(meta.Get(keySchema), u64(SchemaVersion)) {
+			return nil
+		}
+		for _, name := range allBuckets {
+			if tx.Bucket(name) == nil {
+				return nil
 			}
-			db, err = nil, fmt.Errorf("open store %s: file is corrupt (%v); restore it from another node or a backup", path, r)
 		}
-	}()
-	db, err = bolt.Open(path, 0o600, boltOptions())
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: file is corrupt or unreadable: %w", path, err)
-	}
-	err = db.View(func(tx *bolt.Tx) error {
-		for cerr := range tx.Check() {
-			return cerr
-		}
+		current = true
 		return nil
 	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: file is corrupt (%v); restore it from another node or a backup", path, err)
+	if current {
+		return nil
 	}
-	return db, nil
-}
-
-func initSchema(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -126,16 +125,18 @@ func initSchema(db *bolt.DB) error {
 	})
 }
 
-// Close closes the file.
+// Close records the state hash beside the file (for Open to compare) and
+// closes the file.
 func (d *DB) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.db == nil {
 		return nil
 	}
+	herr := writeHashFile(d.db, d.path)
 	err := d.db.Close()
 	d.db = nil
-	return err
+	return errors.Join(herr, err)
 }
 
 // Path is the file the store lives in.
@@ -280,7 +281,7 @@ func (d *DB) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return fmt.Errorf("restore snapshot: %w", err)
 	}
-	check, err := openBolt(tmp)
+	check, err := openBolt(tmp, true)
 	if err == nil {
 		err = initSchema(check)
 		check.Close()
@@ -304,11 +305,11 @@ func (d *DB) Restore(r io.Reader) error {
 	}
 	if err := os.Rename(tmp, d.path); err != nil {
 		// Reopen what was there so the node keeps a store.
-		db, oerr := openBolt(d.path)
+		db, oerr := openBolt(d.path, false)
 		d.db = db
 		return errors.Join(fmt.Errorf("restore snapshot: %w", err), oerr)
 	}
-	db, err := openBolt(d.path)
+	db, err := openBolt(d.path, false) // checked above as tmp
 	if err != nil {
 		return fmt.Errorf("restore snapshot: reopen: %w", err)
 	}

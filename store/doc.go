@@ -6,4 +6,10 @@
 // replicated command (package raftfsm), inside one bbolt transaction that also
 // records the Raft index it was applied at. Reads open their own read-only
 // transactions and may run on any node.
+//
+// A copy that cannot be trusted is refused at Open (ErrDamaged): its bbolt
+// structure is walked before bbolt maps it (filecheck.go), bbolt's own
+// check runs, and a file closed cleanly must still match the state hash
+// Close recorded beside it. Hash is the digest nodes compare at one applied
+// index to find a copy that diverged while running.
 package store

@@ -203,9 +203,9 @@ func (c *console) report(what string, rs []outcome) {
 	var b strings.Builder
 	for _, r := range rs {
 		if r.err != nil {
-			fmt.Fprintf(&b, "[red]%-16s %s[-]\n", tview.Escape(nameOf(r.m)), tview.Escape(r.err.Error()))
+			fmt.Fprintf(&b, "[red]%-16s %s[-]\n", esc(nameOf(r.m)), esc(r.err.Error()))
 		} else {
-			fmt.Fprintf(&b, "%-16s %s\n", tview.Escape(nameOf(r.m)), tview.Escape(r.out))
+			fmt.Fprintf(&b, "%-16s %s\n", esc(nameOf(r.m)), esc(r.out))
 		}
 	}
 	tv := tview.NewTextView().SetDynamicColors(true).SetText(b.String())

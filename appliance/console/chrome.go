@@ -14,20 +14,20 @@ import (
 func (c *console) statusLine() (left, right string) {
 	switch {
 	case c.msg != "" && c.msgErr:
-		left = "[red]" + tview.Escape(c.msg) + "[-]"
+		left = "[red]" + esc(c.msg) + "[-]"
 	case c.msg != "":
-		left = "[green]" + tview.Escape(c.msg) + "[-]"
+		left = "[green]" + esc(c.msg) + "[-]"
 	}
 	var r []string
 	if c.busy > 0 {
 		r = append(r, fmt.Sprintf("[yellow]%d running[-]", c.busy))
 	}
 	if c.cluster.Node != "" {
-		leader := tview.Escape(c.cluster.Leader)
+		leader := esc(c.cluster.Leader)
 		if leader == "" {
 			leader = "[red]none[-]"
 		}
-		r = append(r, fmt.Sprintf("%s · leader %s", tview.Escape(c.cluster.Node), leader))
+		r = append(r, fmt.Sprintf("%s · leader %s", esc(c.cluster.Node), leader))
 	}
 	if c.live && c.haveMach {
 		r = append(r, fmt.Sprintf("live @%d", c.machines.Index))
@@ -169,7 +169,7 @@ func fitHints(hs []hint, width int) string {
 				b.WriteString(sep)
 				n += len(sep)
 			}
-			fmt.Fprintf(&b, "[black:aqua]%s[-:-] %s", tview.Escape(h.key), h.label)
+			fmt.Fprintf(&b, "[black:aqua]%s[-:-] %s", esc(h.key), h.label)
 			n += len([]rune(h.key)) + 1 + len([]rune(h.label))
 		}
 		return b.String(), n

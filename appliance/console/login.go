@@ -14,7 +14,7 @@ import (
 func showLogin(ctx context.Context, app *tview.Application, cfg ClientConfig, path string, onOK func(*Client), onQuit func(error)) {
 	form := tview.NewForm()
 	status := tview.NewTextView().SetDynamicColors(true).
-		SetText(fmt.Sprintf(" Asked once; kept in %s (mode 0600), which the CLI reads too.", tview.Escape(path)))
+		SetText(fmt.Sprintf(" Asked once; kept in %s (mode 0600), which the CLI reads too.", esc(path)))
 	form.AddInputField("API URL", cfg.URL, 48, nil, nil).
 		AddPasswordField("Admin token", cfg.Token, 48, '*', nil).
 		AddInputField("Cluster CA file (https)", cfg.CAFile, 48, nil, nil)
@@ -30,11 +30,11 @@ func showLogin(ctx context.Context, app *tview.Application, cfg ClientConfig, pa
 		}
 		cl, err := NewClient(c.URL, c.Token, c.CAFile)
 		if err != nil {
-			status.SetText(" [red]" + tview.Escape(err.Error()) + "[-]")
+			status.SetText(" [red]" + esc(err.Error()) + "[-]")
 			return
 		}
 		busy = true
-		status.SetText(" connecting to " + tview.Escape(cl.URL()) + "…")
+		status.SetText(" connecting to " + esc(cl.URL()) + "…")
 		go func() {
 			_, err := cl.Machines(ctx, 0, 0)
 			if err == nil {
@@ -44,9 +44,9 @@ func showLogin(ctx context.Context, app *tview.Application, cfg ClientConfig, pa
 				busy = false
 				switch {
 				case Unauthorized(err):
-					status.SetText(" [red]the API refused this token: " + tview.Escape(err.Error()) + "[-]")
+					status.SetText(" [red]the API refused this token: " + esc(err.Error()) + "[-]")
 				case err != nil:
-					status.SetText(" [red]" + tview.Escape(err.Error()) + "[-]")
+					status.SetText(" [red]" + esc(err.Error()) + "[-]")
 				default:
 					onOK(cl)
 				}

@@ -239,7 +239,7 @@ func (c *console) fillMachines() {
 		}
 		t.SetCell(r+1, 0, tview.NewTableCell(mark).SetTextColor(tcell.ColorAqua).SetReference(m.ID))
 		for i, col := range cols {
-			cell := tview.NewTableCell(tview.Escape(col.value(c, m))).SetMaxWidth(widths[i])
+			cell := tview.NewTableCell(esc(col.value(c, m))).SetMaxWidth(widths[i])
 			if col.title == "STATE" {
 				cell.SetTextColor(stateColor(m.State))
 			}
@@ -265,7 +265,7 @@ func (c *console) fillMachines() {
 		case len(c.machines.Machines) > 0:
 			msg = "no machine matches the filter"
 		}
-		t.SetCell(1, 1, tview.NewTableCell(tview.Escape(msg)).SetSelectable(false).SetTextColor(tcell.ColorGray))
+		t.SetCell(1, 1, tview.NewTableCell(esc(msg)).SetSelectable(false).SetTextColor(tcell.ColorGray))
 	} else {
 		t.Select(min(sel, len(c.shown)), 0)
 	}
@@ -314,7 +314,7 @@ func (c *console) renderMachine() {
 	switch {
 	case c.detailErr != nil:
 		tv.SetTitle(" " + c.detailID + " ")
-		tv.SetText("[red]" + tview.Escape(c.detailErr.Error()) + "[-]")
+		tv.SetText("[red]" + esc(c.detailErr.Error()) + "[-]")
 		return
 	case c.detail == nil:
 		tv.SetTitle(" " + c.detailID + " ")
@@ -325,7 +325,7 @@ func (c *console) renderMachine() {
 	m, s := d.Machine, d.Summary
 	tv.SetTitle(fmt.Sprintf(" %s · %s ", nameOf(m), m.ID))
 	var b strings.Builder
-	row := func(k, v string) { fmt.Fprintf(&b, "[yellow]%-13s[-] %s\n", k, tview.Escape(v)) }
+	row := func(k, v string) { fmt.Fprintf(&b, "[yellow]%-13s[-] %s\n", k, esc(v)) }
 	fmt.Fprintf(&b, "[yellow]%-13s[-] [%s]%s[-]\n", "State", colorName(m.State), m.State)
 	row("Name", dash(m.Name))
 	row("Serial", dash(m.Serial))
@@ -356,7 +356,7 @@ func (c *console) renderMachine() {
 		}
 		row("BMC", fmt.Sprintf("%s %s user %s (%s)", dash(bm.Driver), dash(bm.Address), dash(bm.User), pw))
 		for _, e := range bm.Errors {
-			fmt.Fprintf(&b, "[red]%-13s %s[-]\n", "BMC error", tview.Escape(e))
+			fmt.Fprintf(&b, "[red]%-13s %s[-]\n", "BMC error", esc(e))
 		}
 	} else {
 		row("BMC", "none known")
@@ -371,11 +371,11 @@ func (c *console) renderMachine() {
 		for _, j := range c.jobs[:min(len(c.jobs), 8)] {
 			out := jobOutcome(j)
 			if j.Error != "" {
-				out = "[red]" + tview.Escape(j.Error) + "[-]"
+				out = "[red]" + esc(j.Error) + "[-]"
 			} else {
-				out = tview.Escape(out)
+				out = esc(out)
 			}
-			fmt.Fprintf(&b, "  %s  %-7s %-6s %s\n", fullStamp(j.Created), j.Kind, tview.Escape(j.Arg), out)
+			fmt.Fprintf(&b, "  %s  %-7s %-6s %s\n", fullStamp(j.Created), j.Kind, esc(j.Arg), out)
 		}
 	}
 	b.WriteString("\n[yellow]Events[-]\n")
@@ -385,7 +385,7 @@ func (c *console) renderMachine() {
 	es := slices.Clone(d.Events)
 	sortEvents(es)
 	for _, e := range es {
-		fmt.Fprintf(&b, "  %s  %-13s %s\n", fullStamp(e.Time), tview.Escape(e.Kind), tview.Escape(e.Message))
+		fmt.Fprintf(&b, "  %s  %-13s %s\n", fullStamp(e.Time), esc(e.Kind), esc(e.Message))
 	}
 	tv.SetText(b.String())
 }

@@ -28,7 +28,7 @@ func grid(header []string, rows [][]string, paint func(row, col int, padded stri
 		var b strings.Builder
 		b.WriteString(" ")
 		for i, s := range r {
-			cell := tview.Escape(s)
+			cell := esc(s)
 			if i < len(r)-1 {
 				cell += strings.Repeat(" ", widths[i]-runewidth.StringWidth(s)+2)
 			}
@@ -51,7 +51,7 @@ func (c *console) errText(what ...string) string {
 	var b strings.Builder
 	for _, w := range what {
 		if err := c.errs[w]; err != nil {
-			fmt.Fprintf(&b, "[red]%s: %s[-]\n", w, tview.Escape(err.Error()))
+			fmt.Fprintf(&b, "[red]%s: %s[-]\n", w, esc(err.Error()))
 		}
 	}
 	return b.String()
@@ -85,7 +85,7 @@ func (c *console) renderOverview() {
 		fmt.Fprintf(&b, "  %-14s %4d  [%s]%s[-]\n", s, count[s], colorName(s), bar)
 	}
 	if len(bmcBad) > 0 {
-		fmt.Fprintf(&b, "  [red]%-14s %4d  %s[-]\n", "BMC problems", len(bmcBad), tview.Escape(strings.Join(bmcBad, ", ")))
+		fmt.Fprintf(&b, "  [red]%-14s %4d  %s[-]\n", "BMC problems", len(bmcBad), esc(strings.Join(bmcBad, ", ")))
 	}
 	b.WriteString("\n")
 	cv := c.cluster
@@ -116,7 +116,7 @@ func (c *console) renderOverview() {
 		if i == 0 {
 			sep = " · "
 		}
-		fmt.Fprintf(&b, "%s%s on %d of %d nodes", sep, tview.Escape(im.Name), len(im.Nodes), len(cv.Members))
+		fmt.Fprintf(&b, "%s%s on %d of %d nodes", sep, esc(im.Name), len(im.Nodes), len(cv.Members))
 	}
 	b.WriteString("\n\n[yellow]Recent events[-]\n")
 	names := c.names()
@@ -128,7 +128,7 @@ func (c *console) renderOverview() {
 		if name == "" {
 			name = e.Machine
 		}
-		fmt.Fprintf(&b, "  %s  %-14s %-13s %s\n", c.stamp(e.Time), tview.Escape(name), tview.Escape(e.Kind), tview.Escape(e.Message))
+		fmt.Fprintf(&b, "  %s  %-14s %-13s %s\n", c.stamp(e.Time), esc(name), esc(e.Kind), esc(e.Message))
 	}
 	c.overview.SetText(b.String())
 }
@@ -150,9 +150,9 @@ func (c *console) renderCluster() {
 	if leader == "" {
 		leader = "[red]none: writes fail until a majority of voters is up[-]"
 	}
-	fmt.Fprintf(&b, " Leader %s · answered by %s\n", leader, tview.Escape(dash(cv.Node)))
+	fmt.Fprintf(&b, " Leader %s · answered by %s\n", leader, esc(dash(cv.Node)))
 	if cv.CAFingerprint != "" {
-		fmt.Fprintf(&b, " CA SHA-256 %s\n", tview.Escape(cv.CAFingerprint))
+		fmt.Fprintf(&b, " CA SHA-256 %s\n", esc(cv.CAFingerprint))
 	}
 	b.WriteString("\n")
 	http := map[string]string{}
@@ -192,7 +192,7 @@ func (c *console) renderCluster() {
 	}))
 	for _, m := range members {
 		if m.Error != "" {
-			fmt.Fprintf(&b, "\n [red]%s: %s[-]", tview.Escape(m.ID), tview.Escape(m.Error))
+			fmt.Fprintf(&b, "\n [red]%s: %s[-]", esc(m.ID), esc(m.Error))
 		}
 	}
 	c.clusterTV.SetText(b.String())
@@ -205,7 +205,7 @@ func (c *console) renderEvents() {
 		t.SetCell(0, i, tview.NewTableCell(h).SetSelectable(false).SetTextColor(tcell.ColorYellow))
 	}
 	if err := c.errs["events"]; err != nil {
-		t.SetCell(1, 0, tview.NewTableCell(tview.Escape("cannot load events: "+err.Error())).SetSelectable(false).SetTextColor(tcell.ColorRed))
+		t.SetCell(1, 0, tview.NewTableCell(esc("cannot load events: "+err.Error())).SetSelectable(false).SetTextColor(tcell.ColorRed))
 		return
 	}
 	names := c.names()
@@ -215,9 +215,9 @@ func (c *console) renderEvents() {
 			name = e.Machine
 		}
 		t.SetCell(r+1, 0, tview.NewTableCell(c.stamp(e.Time)).SetReference(e.Machine))
-		t.SetCell(r+1, 1, tview.NewTableCell(tview.Escape(name)).SetMaxWidth(20))
-		t.SetCell(r+1, 2, tview.NewTableCell(tview.Escape(e.Kind)).SetTextColor(tcell.ColorAqua))
-		t.SetCell(r+1, 3, tview.NewTableCell(tview.Escape(e.Message)).SetExpansion(1))
+		t.SetCell(r+1, 1, tview.NewTableCell(esc(name)).SetMaxWidth(20))
+		t.SetCell(r+1, 2, tview.NewTableCell(esc(e.Kind)).SetTextColor(tcell.ColorAqua))
+		t.SetCell(r+1, 3, tview.NewTableCell(esc(e.Message)).SetExpansion(1))
 	}
 	if len(c.events) == 0 {
 		t.SetCell(1, 0, tview.NewTableCell("no events").SetSelectable(false).SetTextColor(tcell.ColorGray))
@@ -295,9 +295,9 @@ func (c *console) renderImages() {
 		}))
 		b.WriteString("\n")
 		for _, im := range c.images {
-			fmt.Fprintf(&b, " [::b]%s[::-]  held by %s\n", tview.Escape(im.Name), tview.Escape(dash(strings.Join(im.Nodes, ", "))))
+			fmt.Fprintf(&b, " [::b]%s[::-]  held by %s\n", esc(im.Name), esc(dash(strings.Join(im.Nodes, ", "))))
 			for _, f := range im.Files {
-				fmt.Fprintf(&b, "   %-9s sha256 %s\n", tview.Escape(f.Name), tview.Escape(f.SHA256))
+				fmt.Fprintf(&b, "   %-9s sha256 %s\n", esc(f.Name), esc(f.SHA256))
 			}
 		}
 	}

@@ -202,11 +202,11 @@ func (s *setup) form(prev SetupChoices) {
 		mode, _ := clusterDrop.GetCurrentOption()
 		ch, err := s.check(name.GetText(), i, addr.GetText(), mode == 1, code.GetText())
 		if err != nil {
-			status.SetText(" [red]" + tview.Escape(err.Error()) + "[-]")
+			status.SetText(" [red]" + esc(err.Error()) + "[-]")
 			return
 		}
 		if err := writeSetup(s.o.DataDir, ch); err != nil {
-			status.SetText(" [red]" + tview.Escape(err.Error()) + "[-]")
+			status.SetText(" [red]" + esc(err.Error()) + "[-]")
 			return
 		}
 		s.start(ch)
@@ -296,7 +296,7 @@ func (s *setup) start(ch SetupChoices) {
 			done := tview.NewTextView().SetDynamicColors(true).SetText(fmt.Sprintf(
 				"\n [green]Rollcall is running.[-]\n\n Web UI: [::b]%s[::-]\n\n Open it from a machine on the management network.\n"+
 					" The admin token is in %s on this appliance.\n\n Press Enter to finish.",
-				tview.Escape(url), tview.Escape(filepath.Join(s.o.DataDir, "admin.token"))))
+				esc(url), esc(filepath.Join(s.o.DataDir, "admin.token"))))
 			done.SetBorder(true).SetTitle(" Rollcall: set up ")
 			done.SetInputCapture(func(ev *tcell.EventKey) *tcell.EventKey {
 				if ev.Key() == tcell.KeyEnter || ev.Key() == tcell.KeyEscape {
