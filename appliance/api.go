@@ -367,6 +367,9 @@ func (n *Node) getHealth(c *gin.Context) {
 	// serves old answers (a machine's boot, a lease) as if they were current.
 	ok := leader != "" && hasIdentity
 	answer := gin.H{"node": n.opts.Name, "leader": leader, "state": st.State, "applied_index": st.Applied}
+	if st.Diverged != "" {
+		ok, answer["reason"] = false, st.Diverged
+	}
 	if ok {
 		lag, err := n.cluster.Lag(c.Request.Context(), 500*time.Millisecond)
 		switch {

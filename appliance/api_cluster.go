@@ -1,6 +1,7 @@
 package appliance
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -126,4 +127,31 @@ func (n *Node) deleteMember(c *gin.Context) {
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
 	c.JSON(http.StatusOK, gin.H{"removed": name})
+}
+
+// postRepair is POST /api/v1/cluster/members/:name/repair: the named node
+// rebuilds its store from the leader's (rollcall cluster repair).
+func (n *Node) postRepair(c *gin.Context) {
+	name := c.Param("name")
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Minute)
+	defer cancel()
+	if err := n.cluster.RepairMember(ctx, name); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "node " + clip(name) + " is not a member", cause: err})
+			return
+		}
+		n.fail(c, &apiError{Status: http.StatusConflict, Code: "repair_failed", Message: "the repair did not finish; see the node's log and retry", cause: err})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"node": name, "applied_index": n.cluster.FSM().AppliedIndex()})
+}
+
+// postCheck is POST /api/v1/cluster/check: a consistency check now.
+func (n *Node) postCheck(c *gin.Context) {
+	idx, err := n.cluster.CheckState(c.Request.Context())
+	if err != nil {
+		n.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"index": idx})
 }

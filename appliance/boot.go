@@ -157,6 +157,9 @@ func (n *Node) getBootIPXE(c *gin.Context) {
 		return
 	}
 	data, err := n.bootFor(mac, c.Request.Host, false)
+	if err == nil && n.cluster.Diverged() != nil {
+		err = errors.New(n.cluster.Diverged().String())
+	}
 	if err != nil {
 		n.log.Error("boot script: cannot read state", "mac", mac, "err", err)
 		c.String(http.StatusServiceUnavailable, "#!ipxe\necho Rollcall: node not ready\nsleep 10\nchain --autofree http://%s/boot/ipxe?mac=${mac}\n", c.Request.Host)

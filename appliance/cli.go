@@ -40,6 +40,8 @@ Cluster:
   rollcall cluster join-code [-ttl 60m]  print a one-time code for a new node
   rollcall cluster status [-json]        members, voters, leader, applied index, last contact
   rollcall cluster remove NAME           remove a node from the cluster
+  rollcall cluster check                 every node hashes its store at one index and compares
+  rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
 
 Machines:
   rollcall list [-state S] [-q TEXT] [-json] [-watch]
@@ -351,7 +353,7 @@ func printJSON(w io.Writer, raw json.RawMessage) error {
 
 func cmdCluster(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: rollcall cluster join-code|status|remove")
+		return errors.New("usage: rollcall cluster join-code|status|remove|repair|check")
 	}
 	fs := flag.NewFlagSet("cluster "+args[0], flag.ContinueOnError)
 	switch args[0] {
@@ -387,8 +389,38 @@ func cmdCluster(args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "removed %s\n", fs.Arg(0))
 		return nil
+	case "repair":
+		c, err := newClient(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return errors.New("usage: rollcall cluster repair NAME")
+		}
+		fmt.Fprintf(stdout, "rebuilding %s's store from the leader's…\n", fs.Arg(0))
+		var r struct {
+			AppliedIndex uint64 `json:"applied_index"`
+		}
+		if err := c.do(http.MethodPost, "/api/v1/cluster/members/"+url.PathEscape(fs.Arg(0))+"/repair", nil, &r); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "repaired %s: its store is the leader's as of index %d\n", fs.Arg(0), r.AppliedIndex)
+		return nil
+	case "check":
+		c, err := newClient(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		var r struct {
+			Index uint64 `json:"index"`
+		}
+		if err := c.do(http.MethodPost, "/api/v1/cluster/check", nil, &r); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "every node hashes its store at index %d and compares; rollcall cluster status shows a node that differs\n", r.Index)
+		return nil
 	}
-	return fmt.Errorf("unknown cluster command %q (join-code, status, remove)", args[0])
+	return fmt.Errorf("unknown cluster command %q (join-code, status, remove, repair, check)", args[0])
 }
 
 func printClusterStatus(w io.Writer, v ClusterView) error {
@@ -413,10 +445,18 @@ func printClusterStatus(w io.Writer, v ClusterView) error {
 				contact = time.Since(m.Status.LastContact).Round(time.Millisecond).String() + " ago"
 			}
 		}
+		if m.Status != nil && m.Status.Diverged != "" {
+			state = "damaged"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Address, role, voter, state, applied, contact)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, m := range v.Members {
+		if m.Status != nil && m.Status.Diverged != "" {
+			fmt.Fprintf(w, "%s: %s\n", m.ID, m.Status.Diverged)
+		}
 	}
 	if v.Leader == "" {
 		fmt.Fprintln(w, "\nno leader: writes fail until a majority of voters is up")

@@ -104,3 +104,56 @@ func TestMachinesOnFollowers(t *testing.T) {
 		}
 	}
 }
+
+// Finding 5 through the API: a node whose store differs from the others'
+// is not healthy, says why, serves no boot script, and `cluster repair`
+// rebuilds it.
+func TestDamagedNodeThroughTheAPI(t *testing.T) {
+	nodes, token := startCluster(t, 3)
+	var damaged *Node
+	for _, n := range nodes {
+		if !n.cluster.IsLeader() {
+			damaged = n.Node
+			break
+		}
+	}
+	if err := damaged.db.Update(func(tx *store.Tx) error {
+		return tx.PutMachine(store.Machine{ID: "m-0000000bad01", State: store.StateReady})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/check", "", nil); code != http.StatusOK {
+		t.Fatalf("check: %d", code)
+	}
+	waitFor(t, "the damaged node's health to say so", func() bool {
+		var b []byte
+		code := call(t, damaged, "", http.MethodGet, "/api/v1/health", "", &b)
+		var h struct{ Reason string }
+		json.Unmarshal(b, &h)
+		return code == http.StatusServiceUnavailable && strings.Contains(h.Reason, "differs")
+	})
+	if code := call(t, damaged, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:bd:01", "", nil); code != http.StatusServiceUnavailable {
+		t.Errorf("a damaged node answered a boot script: %d", code)
+	}
+	var cv ClusterView
+	call(t, nodes[0].Node, token, http.MethodGet, "/api/v1/cluster", "", &cv)
+	found := false
+	for _, m := range cv.Members {
+		found = found || m.ID == damaged.Name() && m.Status != nil && m.Status.Diverged != ""
+	}
+	if !found {
+		t.Errorf("cluster status does not name the damaged node: %+v", cv.Members)
+	}
+	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/members/"+damaged.Name()+"/repair", "", nil); code != http.StatusOK {
+		t.Fatalf("repair: %d", code)
+	}
+	if code := call(t, damaged, "", http.MethodGet, "/api/v1/health", "", nil); code != http.StatusOK {
+		t.Fatalf("health after repair: %d", code)
+	}
+	damaged.db.View(func(tx *store.Tx) error {
+		if _, err := tx.Machine("m-0000000bad01"); err == nil {
+			t.Error("the repaired store kept the record no command wrote")
+		}
+		return nil
+	})
+}

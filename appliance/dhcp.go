@@ -84,7 +84,12 @@ func (r LeaseReplicator) Batch(ctx context.Context, grants []dhcp.Grant, release
 // dhcpNetworks lists what this node serves, from the network model: every
 // IPv4 subnet of every VLAN whose servers name it, on the named interface or,
 // when none is named, on the interface holding an address in the subnet.
+//
+// A node whose store a consistency check found damaged serves nothing.
 func (n *Node) dhcpNetworks(ifaces func() ([]net.Interface, error)) ([]dhcp.Network, []string) {
+	if d := n.cluster.Diverged(); d != nil {
+		return nil, []string{d.String()}
+	}
 	var out []dhcp.Network
 	var problems []string
 	n.db.View(func(tx *store.Tx) error {

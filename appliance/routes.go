@@ -63,6 +63,8 @@ func (n *Node) coreRoutes() []route {
 		{"GET", "/api/v1/cluster", authAdmin, "members, voters, leader, applied index, last contact", nil, n.getCluster},
 		{"POST", "/api/v1/cluster/join-codes", authAdmin, "a one-time join code for a new node", joinCodeRequest{}, n.postJoinCode},
 		{"DELETE", "/api/v1/cluster/members/:name", authAdmin, "remove a node from the cluster", nil, n.deleteMember},
+		{"POST", "/api/v1/cluster/members/:name/repair", authAdmin, "rebuild a node's store from the leader's (after a consistency check found it damaged)", nil, n.postRepair},
+		{"POST", "/api/v1/cluster/check", authAdmin, "consistency check now: every node hashes its store at one index and compares", nil, n.postCheck},
 
 		{"GET", "/api/v1/machines", authAdmin, "machine summaries (?state= ?q= ?limit=&after= pages, next in the answer; ?index=&wait= blocks, at most 512 per node; ?min_index=; gzip when accepted)", nil, n.listMachines},
 		{"POST", "/api/v1/machines", authAdmin, "add a machine by hand (state new)", createMachineRequest{}, n.createMachine},

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,6 +58,9 @@ type Config struct {
 	TrailingLogs       uint64
 	// ApplyTimeout bounds how long a write waits for commit.
 	ApplyTimeout time.Duration
+	// StateCheckEvery is how often the leader asks every node to hash and
+	// compare its store (statecheck.go): 10 minutes when zero.
+	StateCheckEvery time.Duration
 
 	Logger *slog.Logger
 }
@@ -75,6 +79,9 @@ type Cluster struct {
 	trans *raft.NetworkTransport
 
 	Metrics *Metrics
+
+	diverged   atomic.Pointer[Divergence]
+	stopChecks context.CancelFunc
 
 	lagMu     sync.Mutex
 	lagAt     time.Time // when leaderIdx was last asked
@@ -167,7 +174,15 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 1024
-	rc.NoSnapshotRestoreOnStart = true // the bbolt file is durable and records its own index
+	// The bbolt file is durable and records its own index, so a snapshot is
+	// restored at start only when the store is behind the newest one (a
+	// store moved aside to be rebuilt): raft would otherwise take the
+	// snapshot's index as applied without restoring it.
+	rc.NoSnapshotRestoreOnStart = true
+	if metas, err := snaps.List(); err == nil && len(metas) > 0 && metas[0].Index > fsm.AppliedIndex() {
+		rc.NoSnapshotRestoreOnStart = false
+		cfg.Logger.Info("store behind the newest snapshot: restoring it", "store_index", fsm.AppliedIndex(), "snapshot_index", metas[0].Index)
+	}
 	rc.Logger = hclogFor(cfg.Logger)
 
 	r, err := raft.NewRaft(rc, fsm, logs, logs, snaps, c.trans)
@@ -190,6 +205,11 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	c.calls = &http.Server{Handler: c.callHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ConnContext: connContext}
 	go c.calls.Serve(c.mux.rpc)
 	go c.Metrics.watch(c)
+	c.loadDiverged()
+	fsm.hashes.onHash = func(h store.StateHash) { go c.compareHash(h) }
+	var checks context.Context
+	checks, c.stopChecks = context.WithCancel(context.Background())
+	go c.runStateChecks(checks, cfg.StateCheckEvery)
 	return c, nil
 }
 
@@ -257,6 +277,7 @@ func (c *Cluster) WaitLeader(ctx context.Context) error {
 
 // Shutdown stops Raft and closes the cluster port. The store stays open.
 func (c *Cluster) Shutdown() error {
+	c.stopChecks()
 	err := c.raft.Shutdown().Error()
 	c.calls.Close()
 	c.mux.Close()

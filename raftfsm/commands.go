@@ -195,5 +195,7 @@ func coreCommands() map[Type]commandInfo {
 	return map[Type]commandInfo{
 		TypeNoop:  {"noop", 1, func() Command { return &Noop{} }},
 		TypeBatch: {"batch", 1, func() Command { return &Batch{} }},
+
+		TypeStateCheck: {"state-check", 1, func() Command { return &StateCheck{} }},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -28,6 +29,11 @@ type FSM struct {
 
 	applied atomic.Uint64
 	advance store.Notifier
+
+	// applyMu is held across each batch, so a repair swaps the store in
+	// between two (swapIfAhead).
+	applyMu sync.Mutex
+	hashes  stateHashes
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -56,8 +62,27 @@ func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // diverge from the others.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	results := make([]any, len(logs))
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	// A StateCheck ends its transaction: the store is hashed as of exactly
+	// its index, the same on every node however raft batched the entries.
+	for start := 0; start < len(logs); {
+		end := start + 1
+		for end < len(logs) && !isStateCheck(logs[end-1]) {
+			end++
+		}
+		f.applyLogs(logs[start:end], results[start:end])
+		if last := logs[end-1]; isStateCheck(last) && last.Index == f.applied.Load() {
+			f.hashAt(last.Index)
+		}
+		start = end
+	}
+	return results
+}
+
+func (f *FSM) applyLogs(logs []*raft.Log, results []any) {
 	if len(logs) == 0 {
-		return results
+		return
 	}
 	last := logs[len(logs)-1]
 	err := f.db.Update(func(tx *store.Tx) error {
@@ -86,7 +111,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		f.applied.Store(last.Index)
 		f.advance.Notify()
 	}
-	return results
 }
 
 func (f *FSM) applyEntry(tx *store.Tx, data []byte) *Result {
@@ -121,6 +145,8 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 // and the current store stays.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	if err := f.db.Restore(rc); err != nil {
 		return err
 	}

@@ -17,6 +17,9 @@ type Metrics struct {
 	lastContact prometheus.Gauge
 	applyDur    *prometheus.HistogramVec
 	done        chan struct{}
+
+	stateChecks   prometheus.Counter
+	stateDiverged prometheus.Counter
 }
 
 func newMetrics() *Metrics {
@@ -42,12 +45,18 @@ func newMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"outcome"}),
 		done: make(chan struct{}),
+		stateChecks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollcall_state_checks_total", Help: "Cluster consistency checks this node took part in (its store hashed and compared).",
+		}),
+		stateDiverged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollcall_state_check_mismatches_total", Help: "Consistency checks at which stores differed across nodes.",
+		}),
 	}
 }
 
 // Collectors returns every collector to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.state, m.applied, m.commit, m.term, m.lastContact, m.applyDur}
+	return []prometheus.Collector{m.state, m.applied, m.commit, m.term, m.lastContact, m.applyDur, m.stateChecks, m.stateDiverged}
 }
 
 func (m *Metrics) observeApply(start time.Time, err error) {

@@ -76,6 +76,9 @@ func (c *Cluster) callHandler() http.Handler {
 	mux.HandleFunc("GET /v1/status", c.handleStatus)
 	mux.HandleFunc("POST /v1/members", c.handleAddMember)
 	mux.HandleFunc("DELETE /v1/members/{id}", c.handleRemoveMember)
+	mux.HandleFunc("GET /v1/state-hash", c.handleStateHash)
+	mux.HandleFunc("GET /v1/store", c.handleStore)
+	mux.HandleFunc("POST /v1/repair", c.handleRepair)
 	if c.cfg.Calls != nil {
 		mux.Handle("/", c.cfg.Calls)
 	}
@@ -254,6 +257,9 @@ type NodeStatus struct {
 	Applied     uint64    `json:"applied_index"`
 	Commit      uint64    `json:"commit_index"`
 	LastContact time.Time `json:"last_contact,omitzero"`
+	// Diverged says why this node's store is not trusted ("" while it
+	// agrees with the cluster's).
+	Diverged string `json:"diverged,omitempty"`
 }
 
 // LocalStatus is this node's view.
@@ -263,6 +269,9 @@ func (c *Cluster) LocalStatus() NodeStatus {
 		ID: c.cfg.Name, Address: c.cfg.Advertise, State: c.raft.State().String(),
 		Leader: id, Applied: c.fsm.AppliedIndex(), Commit: c.raft.CommitIndex(),
 		Term: c.raft.CurrentTerm(),
+	}
+	if d := c.Diverged(); d != nil {
+		st.Diverged = d.String()
 	}
 	if c.raft.State() == raft.Leader {
 		st.LastContact = time.Now()

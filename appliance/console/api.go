@@ -99,6 +99,7 @@ type MemberStatus struct {
 	Applied     uint64    `json:"applied_index"`
 	Commit      uint64    `json:"commit_index"`
 	LastContact time.Time `json:"last_contact,omitzero"`
+	Diverged    string    `json:"diverged,omitempty"` // its store differs from the cluster's
 }
 
 // Subnet is a subnet with the number of addresses recorded in it.

@@ -178,11 +178,14 @@ func (c *console) renderCluster() {
 			if !m.Leader && !m.Status.LastContact.IsZero() {
 				contact = c.now().Sub(m.Status.LastContact).Round(1e6).String() + " ago"
 			}
+			if m.Status.Diverged != "" {
+				state = "damaged"
+			}
 		}
 		rows = append(rows, []string{m.ID, role, voter, state, applied, contact, m.Address, dash(http[m.ID])})
 	}
 	b.WriteString(grid([]string{"NAME", "ROLE", "VOTER", "STATE", "APPLIED", "CONTACT", "RAFT", "API"}, rows, func(r, col int, s string) string {
-		if col == 3 && rows[r][3] == "unreachable" {
+		if col == 3 && (rows[r][3] == "unreachable" || rows[r][3] == "damaged") {
 			return "[red]" + s + "[-]"
 		}
 		if col == 1 && rows[r][1] == "leader" {
@@ -193,6 +196,9 @@ func (c *console) renderCluster() {
 	for _, m := range members {
 		if m.Error != "" {
 			fmt.Fprintf(&b, "\n [red]%s: %s[-]", esc(m.ID), esc(m.Error))
+		}
+		if m.Status != nil && m.Status.Diverged != "" {
+			fmt.Fprintf(&b, "\n [red]%s: %s[-]", esc(m.ID), esc(m.Status.Diverged))
 		}
 	}
 	c.clusterTV.SetText(b.String())
