@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"reflect"
@@ -106,12 +107,20 @@ func (n *Node) serveHTTP() error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := n.http.Serve(guarded); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error("api stopped", "err", err)
-		}
-	}()
+	n.sup.run("api", servePart(n.http, guarded, func(l net.Listener) error { return n.http.Serve(l) }))
 	return nil
+}
+
+// servePart runs an HTTP server as a part: its end before the node stops
+// is a failure.
+func servePart(srv *http.Server, ln net.Listener, serve func(net.Listener) error) func(context.Context, *slog.Logger) error {
+	return func(ctx context.Context, _ *slog.Logger) error {
+		err := serve(ln)
+		if ctx.Err() != nil || errors.Is(err, http.ErrServerClosed) {
+			return ctx.Err()
+		}
+		return public("stopped listening on "+ln.Addr().String(), err)
+	}
 }
 
 // guard puts one of the node's HTTP servers behind the limits every
@@ -383,6 +392,18 @@ func (n *Node) getHealth(c *gin.Context) {
 			answer["lag"] = lag
 		}
 	}
+	// Every part and how it fares; one that provisioning needs and that
+	// failed (DHCP cannot bind port 67, say) makes the node unhealthy.
+	parts := n.sup.status()
+	for _, p := range parts {
+		if p.State == "failed" && (p.Name == "dhcp" || p.Name == "tftp" || p.Name == "api") {
+			ok = false
+			if answer["reason"] == nil {
+				answer["reason"] = p.Name + ": " + p.Error
+			}
+		}
+	}
+	answer["parts"] = parts
 	answer["ok"] = ok
 	status := http.StatusOK
 	if !ok {

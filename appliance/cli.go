@@ -163,7 +163,7 @@ func cmdServe(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.RaftAddr, "raft", "127.0.0.1:8300", "cluster port (Raft and node calls, mutual TLS)")
 	fs.StringVar(&o.RaftAdvertise, "raft-advertise", "", "cluster address other nodes dial (default: -raft)")
 	fs.StringVar(&o.Join, "join", "", "join code from `rollcall cluster join-code` (first start only)")
-	fs.StringVar(&o.TFTPAddr, "tftp", "", "TFTP listen address for the iPXE binaries, e.g. :69 (off when empty)")
+	fs.StringVar(&o.TFTPAddr, "tftp", "", "TFTP listen address for the boot loaders, e.g. :69, or off (default: port 69 on each interface this node serves DHCP on)")
 	fs.StringVar(&o.HTTPSAddr, "https", "", "HTTPS API listen address, with a certificate from the cluster CA (off when empty)")
 	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (default DATA/rollcall.json when present)")
 	fs.BoolVar(&o.RedfishDetect, "bmc-detect", true, "after commissioning, ask IPMI BMCs whether they speak Redfish")
@@ -454,8 +454,16 @@ func printClusterStatus(w io.Writer, v ClusterView) error {
 		return err
 	}
 	for _, m := range v.Members {
-		if m.Status != nil && m.Status.Diverged != "" {
+		if m.Status == nil {
+			continue
+		}
+		if m.Status.Diverged != "" {
 			fmt.Fprintf(w, "%s: %s\n", m.ID, m.Status.Diverged)
+		}
+		for _, p := range m.Status.Parts {
+			if p.State == "failed" {
+				fmt.Fprintf(w, "%s: %s failed since %s (%d restarts): %s\n", m.ID, p.Name, p.Since.Format(time.RFC3339), p.Restarts, p.Error)
+			}
 		}
 	}
 	if v.Leader == "" {

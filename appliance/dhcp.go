@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -175,22 +177,29 @@ func interfaceAddrs(nets []dhcp.Network) string {
 	return b.String()
 }
 
-// runDHCP keeps the DHCP service in step with the network model: it starts
-// it for the networks this node serves and restarts it when they change,
-// or when the addresses of its interfaces change (the service answers
-// from them; checked every dhcpAddrCheck).
-func (n *Node) runDHCP(ctx context.Context) {
+// runDHCP serves DHCP on the networks this node serves, restarting the
+// service when they or the interfaces' addresses change; where it serves,
+// it serves TFTP too (on those interfaces' addresses, port 69) unless -tftp
+// names an address or is off. A service that fails (port 67 taken, say)
+// ends the part with the reason, and the supervisor starts it again.
+func (n *Node) runDHCP(ctx context.Context, log *slog.Logger) error {
 	var cancel context.CancelFunc
 	var running []dhcp.Network
 	var runningAddrs string
 	var lastProblems []string
-	handoff := &dhcp.Handoff{} // blocks pass from one service to the next
 	tick := time.NewTicker(dhcpAddrCheck)
 	defer tick.Stop()
 	done := make(chan struct{})
 	close(done)
-	metrics := dhcp.NewMetrics()
-	n.reg.MustRegister(metrics.Collectors()...)
+	var failed chan error
+	stop := func() {
+		if cancel != nil {
+			cancel()
+			<-done
+			cancel = nil
+		}
+	}
+	defer stop()
 	_, port, _ := net.SplitHostPort(n.HTTPAddr())
 	httpPort, _ := strconv.Atoi(port)
 	for {
@@ -198,54 +207,92 @@ func (n *Node) runDHCP(ctx context.Context) {
 		nets, problems := n.dhcpNetworks(net.Interfaces)
 		if !slices.Equal(problems, lastProblems) { // said once, not every check
 			for _, p := range problems {
-				n.log.Warn("dhcp: cannot serve", "reason", p)
+				log.Warn("dhcp: cannot serve", "reason", p)
 			}
 			lastProblems = problems
 		}
 		addrs := interfaceAddrs(nets)
 		if !slices.Equal(nets, running) || addrs != runningAddrs {
-			if cancel != nil {
-				if slices.Equal(nets, running) {
-					n.log.Info("dhcp: interface addresses changed; restarting", "was", runningAddrs, "now", addrs)
-				}
-				cancel()
-				<-done
-				cancel = nil
+			if cancel != nil && slices.Equal(nets, running) {
+				log.Info("dhcp: interface addresses changed; restarting", "was", runningAddrs, "now", addrs)
 			}
+			stop()
 			running, runningAddrs = nets, addrs
 			if len(nets) > 0 {
-				var sctx context.Context
-				sctx, cancel = context.WithCancel(ctx)
-				done = make(chan struct{})
+				sctx, cancelThis := context.WithCancel(ctx)
+				cancel = cancelThis
+				failed = make(chan error, 2) // this incarnation's
+				var wg sync.WaitGroup
+				if n.opts.TFTPAddr == "" {
+					taddrs := tftpAddrs(nets)
+					_, errc, err := n.startTFTP(sctx, taddrs)
+					if err != nil {
+						cancel()
+						cancel = nil
+						return err
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if err := <-errc; sctx.Err() == nil {
+							failed <- public("TFTP stopped on "+strings.Join(taddrs, ", "), err)
+						}
+					}()
+				}
 				rep := LeaseReplicator{Node: n.opts.Name, Apply: func(ctx context.Context, c raftfsm.Command) error {
 					_, err := n.cluster.Apply(ctx, c)
 					return err
 				}}
 				cfg := dhcp.Config{
 					Node: n.opts.Name, DB: n.db, Replicator: rep, Housekeeper: rep, IsLeader: n.cluster.IsLeader,
-					Networks: nets, Metrics: metrics, Handoff: handoff, Workers: envInt("ROLLCALL_DHCP_WORKERS"), WorkersAhead: backgroundNice > 0,
+					Networks: nets, Metrics: n.dhcpMetrics, Handoff: n.dhcpHandoff, Workers: envInt("ROLLCALL_DHCP_WORKERS"), WorkersAhead: backgroundNice > 0,
 					Boot: dhcp.BootConfig{HTTPPort: httpPort, HTTPPrefix: "/boot/", ScriptPath: "/boot/ipxe"},
 				}
+				wg.Add(1)
 				go func() {
-					defer close(done)
-					if err := cfg.Start(sctx, n.log.With("component", "dhcp")); err != nil {
-						n.log.Error("dhcp stopped", "err", err)
+					defer wg.Done()
+					err := cfg.Start(sctx, n.log.With("component", "dhcp"))
+					if sctx.Err() == nil {
+						failed <- public("DHCP stopped on "+addrs, err)
 					}
 				}()
-				n.log.Info("dhcp serving", "networks", len(nets))
+				done = make(chan struct{})
+				go func() { wg.Wait(); close(done) }()
+				log.Info("dhcp serving", "networks", len(nets))
 			}
 		}
 		select {
 		case <-ctx.Done():
-			if cancel != nil {
-				cancel()
-				<-done
-			}
-			return
+			return ctx.Err()
+		case err := <-failed:
+			return err
 		case <-ch:
 		case <-tick.C:
 		}
 	}
+}
+
+// tftpAddrs are the TFTP listen addresses for what DHCP serves: port 69
+// on each served interface's IPv4 addresses.
+func tftpAddrs(nets []dhcp.Network) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, nw := range nets {
+		ifi, err := net.InterfaceByName(nw.Iface)
+		if err != nil {
+			continue
+		}
+		as, _ := ifi.Addrs()
+		for _, a := range as {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				if hp := net.JoinHostPort(ipn.IP.String(), "69"); !seen[hp] {
+					seen[hp] = true
+					out = append(out, hp)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // bootLoaders are the iPXE binaries UEFI HTTP boot fetches from /boot/FILE.

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -58,12 +59,8 @@ func (n *Node) serveHTTPS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := n.https.ServeTLS(guarded, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error("https stopped", "err", err)
-		}
-	}()
-	go n.keepHTTPSCert(ctx)
+	n.sup.run("https", servePart(n.https, guarded, func(l net.Listener) error { return n.https.ServeTLS(l, "", "") }))
+	n.sup.run("https-cert", func(ctx context.Context, _ *slog.Logger) error { n.keepHTTPSCert(ctx); return ctx.Err() })
 	return nil
 }
 

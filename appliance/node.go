@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/template"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/power/builtin"
 	"github.com/rollcall/rollcall/raftfsm"
@@ -41,7 +43,7 @@ type Options struct {
 	RaftAdvertise string // address other nodes dial; default RaftAddr
 	Join          string // a join code, for the first start of a new member
 	HTTPSAddr     string // HTTPS API with a certificate from the cluster CA; "" for none
-	TFTPAddr      string // TFTP for boot loaders (":69" on an appliance); "" for none
+	TFTPAddr      string // TFTP for boot loaders: "" serves port 69 wherever this node serves DHCP, "off" none, else this address
 	ConfigFile    string // default DATA/rollcall.json (optional there)
 	// RedfishDetect asks each commissioned machine's IPMI BMC whether it
 	// speaks Redfish. `rollcall serve` turns it on; in-process nodes (tests,
@@ -94,7 +96,10 @@ type Node struct {
 	power        *power.Registry
 	export       atomic.Pointer[exportRunner]
 	machines     listCache
-	tftp         *tftp.Server
+	tftp         atomic.Pointer[tftp.Server]
+	sup          *supervisor
+	dhcpMetrics  *dhcp.Metrics
+	dhcpHandoff  *dhcp.Handoff // blocks pass from one DHCP service to the next
 	bgOnce       sync.Once
 	bg           context.Context
 	jobWake      chan struct{}
@@ -222,6 +227,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := n.startCluster(); err != nil {
 		return nil, err
 	}
+	n.sup = newSupervisor(n.background(), n.log)
+	n.cluster.SetParts(n.sup.status)
+	n.dhcpMetrics, n.dhcpHandoff = dhcp.NewMetrics(), &dhcp.Handoff{}
 	n.reg = prometheus.NewRegistry()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.reg.MustRegister(n.cluster.Metrics.Collectors()...)
@@ -229,6 +237,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.imageFetched = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_image_files_fetched_total", Help: "Image files fetched from other nodes and verified."})
 	n.imageRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_image_fetch_failures_total", Help: "Image file fetches refused (checksum mismatch) or failed."})
 	n.reg.MustRegister(n.bootRefused, n.imageFetched, n.imageRefused)
+	n.reg.MustRegister(n.dhcpMetrics.Collectors()...)
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
 	}
@@ -253,16 +262,23 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
-	go n.syncImages(context.WithoutCancel(ctx))
-	go n.runJobs(n.background())
-	if opts.TFTPAddr != "" {
-		if err := n.serveTFTP(); err != nil {
+	if t := opts.TFTPAddr; t != "" && t != tftpOff {
+		// An address named on the command line must bind now: a mistake
+		// there is the operator's to see at once.
+		srv, errc, err := n.startTFTP(n.background(), []string{t})
+		if err != nil {
 			return nil, err
 		}
+		n.sup.run("tftp", n.tftpPart([]string{t}, srv, errc))
 	}
-	go n.runDHCP(n.background())
+	n.sup.run("image-sync", func(ctx context.Context, _ *slog.Logger) error { n.syncImages(ctx); return ctx.Err() })
+	n.sup.run("bmc-jobs", func(ctx context.Context, _ *slog.Logger) error { n.runJobs(ctx); return ctx.Err() })
+	n.sup.run("dhcp", n.runDHCP)
 	if n.conf.PostgresExport != nil {
-		go n.runExportMirror(n.background(), n.conf.PostgresExport)
+		n.sup.run("export-mirror", func(ctx context.Context, _ *slog.Logger) error {
+			n.runExportMirror(ctx, n.conf.PostgresExport)
+			return ctx.Err()
+		})
 	}
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true
@@ -573,6 +589,8 @@ func (n *Node) Close() error {
 	default:
 		close(n.closing)
 	}
+	// Every part stops (the supervisor's context ends with n.closing) and
+	// is waited for before Raft and the store close under it.
 	for _, srv := range []*http.Server{n.https, n.http} {
 		if srv == nil {
 			continue
@@ -586,6 +604,9 @@ func (n *Node) Close() error {
 			errs = append(errs, err)
 		}
 		cancel()
+	}
+	if n.sup != nil {
+		n.sup.wait()
 	}
 	if n.cluster != nil {
 		errs = append(errs, n.cluster.Shutdown())
@@ -628,32 +649,60 @@ func writeJSONFile(path string, v any, mode os.FileMode) error {
 	return writeFileAtomic(path, append(b, '\n'), mode)
 }
 
-// serveTFTP starts the TFTP server: the iPXE binaries from ipxe_dir (default
-// Debian's /usr/lib/ipxe), lpxelinux.0 and its modules (pxelinux.go), the
-// pxelinux.cfg files it renders, and nothing else.
-func (n *Node) serveTFTP() error {
-	srv, err := tftp.New(tftp.Config{Addr: n.opts.TFTPAddr, Roots: n.tftpRoots(), Resolver: n.resolveTFTP})
+// tftpOff is -tftp off: no TFTP even where this node serves DHCP.
+const tftpOff = "off"
+
+// startTFTP starts a TFTP server on addrs: the iPXE binaries from ipxe_dir
+// (default Debian's /usr/lib/ipxe), lpxelinux.0 and its modules
+// (pxelinux.go), the pxelinux.cfg files it renders, and nothing else. It
+// returns once the server listens, with the channel its end arrives on.
+func (n *Node) startTFTP(ctx context.Context, addrs []string) (*tftp.Server, <-chan error, error) {
+	srv, err := tftp.New(tftp.Config{Addrs: addrs, Roots: n.tftpRoots(), Resolver: n.resolveTFTP})
 	if err != nil {
-		return fmt.Errorf("tftp: %w", err)
+		return nil, nil, fmt.Errorf("tftp: %w", err)
 	}
-	n.reg.MustRegister(srv.Metrics().Collectors()...)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Start(n.background(), n.log.With("component", "tftp")) }()
+	go func() { errc <- srv.Start(ctx, n.log.With("component", "tftp")) }()
 	select {
 	case <-srv.Ready():
-		n.tftp = srv
-		return nil
 	case err := <-errc:
-		return fmt.Errorf("tftp on %s: %w", n.opts.TFTPAddr, err)
+		return nil, nil, public("cannot listen for TFTP on "+strings.Join(addrs, ", "), err)
 	case <-time.After(5 * time.Second):
-		return fmt.Errorf("tftp on %s: did not start", n.opts.TFTPAddr)
+		return nil, nil, fmt.Errorf("tftp on %s: did not start", strings.Join(addrs, ", "))
+	}
+	// One server's metrics at a time: a restarted server replaces them.
+	if old := n.tftp.Swap(srv); old != nil {
+		for _, c := range old.Metrics().Collectors() {
+			n.reg.Unregister(c)
+		}
+	}
+	n.reg.MustRegister(srv.Metrics().Collectors()...)
+	return srv, errc, nil
+}
+
+// tftpPart runs TFTP on addrs as a part: first the server Start began,
+// then a new one whenever it ended.
+func (n *Node) tftpPart(addrs []string, srv *tftp.Server, errc <-chan error) func(context.Context, *slog.Logger) error {
+	return func(ctx context.Context, _ *slog.Logger) error {
+		if errc == nil {
+			var err error
+			if _, errc, err = n.startTFTP(ctx, addrs); err != nil {
+				return err
+			}
+		}
+		err := <-errc
+		errc = nil
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return public("TFTP stopped", err)
 	}
 }
 
 // TFTPAddrs are the addresses TFTP listens on.
 func (n *Node) TFTPAddrs() []net.Addr {
-	if n.tftp == nil {
-		return nil
+	if srv := n.tftp.Load(); srv != nil {
+		return srv.Addrs()
 	}
-	return n.tftp.Addrs()
+	return nil
 }

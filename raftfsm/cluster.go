@@ -81,6 +81,7 @@ type Cluster struct {
 	Metrics *Metrics
 
 	diverged   atomic.Pointer[Divergence]
+	parts      atomic.Pointer[func() []Part]
 	stopChecks context.CancelFunc
 
 	lagMu     sync.Mutex

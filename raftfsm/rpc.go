@@ -260,7 +260,22 @@ type NodeStatus struct {
 	// Diverged says why this node's store is not trusted ("" while it
 	// agrees with the cluster's).
 	Diverged string `json:"diverged,omitempty"`
+	// Parts are the node's services and their states (SetParts).
+	Parts []Part `json:"parts,omitempty"`
 }
+
+// Part is one long-running service of a node and how it fares.
+type Part struct {
+	Name     string    `json:"name"`
+	State    string    `json:"state"` // starting, running, failed, stopped
+	Error    string    `json:"error,omitempty"`
+	Since    time.Time `json:"since"`
+	Restarts int       `json:"restarts,omitempty"`
+}
+
+// SetParts gives the cluster a function that lists the node's parts for
+// its status (the appliance's supervisor).
+func (c *Cluster) SetParts(f func() []Part) { c.parts.Store(&f) }
 
 // LocalStatus is this node's view.
 func (c *Cluster) LocalStatus() NodeStatus {
@@ -272,6 +287,9 @@ func (c *Cluster) LocalStatus() NodeStatus {
 	}
 	if d := c.Diverged(); d != nil {
 		st.Diverged = d.String()
+	}
+	if f := c.parts.Load(); f != nil {
+		st.Parts = (*f)()
 	}
 	if c.raft.State() == raft.Leader {
 		st.LastContact = time.Now()

@@ -554,7 +554,9 @@ func TestFlippedStructureBytesNeverCrash(t *testing.T) {
 			patch(t, path, off, orig[off:off+1]) // a refused open writes nothing
 			continue
 		}
-		if _, err := db.Hash(); err != nil {
+		// Damage the walk at open let through may still surface later, as
+		// ErrDamaged, never as a crash.
+		if _, err := db.Hash(); err != nil && !errors.Is(err, ErrDamaged) {
 			t.Errorf("byte %d: hash: %v", off, err)
 		}
 		db.View(func(tx *Tx) error { // decode errors are fine; a crash is not

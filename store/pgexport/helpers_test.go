@@ -120,6 +120,8 @@ func (f *fleet) network(t testing.TB) {
 	f.apply(t,
 		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "dc1", Kind: store.FabricEthernet, Created: now}},
 		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "ib0", Kind: store.FabricInfiniband, Created: now}},
+		&raftfsm.NodePut{Node: store.Node{Name: "node1", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8080", Joined: now}},
+		&raftfsm.NodePut{Node: store.Node{Name: "node2", RaftAddr: "10.0.0.2:8300", Joined: now}},
 		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "dc1", VID: 100, MTU: 9000, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "node1", Iface: "eno1"}}, Created: now}},
 		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "dc1", VID: 200, MTU: 1500, DHCP: store.DHCPOff, Created: now}},
 		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.20.0.0/16"), Name: "prov", Fabric: "dc1", VID: 100, Purpose: "provisioning",
@@ -127,8 +129,6 @@ func (f *fleet) network(t testing.TB) {
 		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.30.0.0/16"), Fabric: "dc1", VID: 200, Purpose: "bmc", Created: now}},
 		&raftfsm.RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeDynamic, First: netip.MustParseAddr("10.20.200.1"), Last: netip.MustParseAddr("10.20.200.254"), Comment: "pxe pool", Created: now}},
 		&raftfsm.RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeReserved, First: netip.MustParseAddr("10.20.0.1"), Last: netip.MustParseAddr("10.20.0.9"), Created: now}},
-		&raftfsm.NodePut{Node: store.Node{Name: "node1", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8080", Joined: now}},
-		&raftfsm.NodePut{Node: store.Node{Name: "node2", RaftAddr: "10.0.0.2:8300", Joined: now}},
 	)
 	for i, a := range []string{"10.20.0.10", "10.20.0.11", "10.30.0.10"} {
 		claim := &raftfsm.AddressClaim{Address: store.Address{IP: netip.MustParseAddr(a), How: store.HowStatic, Machine: pgtest.ID(i), Interface: "ens1f0", Created: now}}
