@@ -187,11 +187,10 @@ func (n *Node) runDHCP(ctx context.Context, log *slog.Logger) error {
 	var running []dhcp.Network
 	var runningAddrs string
 	var lastProblems []string
-	tick := time.NewTicker(dhcpAddrCheck)
-	defer tick.Stop()
 	done := make(chan struct{})
 	close(done)
 	var failed chan error
+	wake := make(chan struct{}, 1) // a service of this part ended
 	stop := func() {
 		if cancel != nil {
 			cancel()
@@ -202,8 +201,12 @@ func (n *Node) runDHCP(ctx context.Context, log *slog.Logger) error {
 	defer stop()
 	_, port, _ := net.SplitHostPort(n.HTTPAddr())
 	httpPort, _ := strconv.Atoi(port)
-	for {
-		ch := n.db.WatchTables(store.TableNetwork)
+	return n.db.Follow(ctx, []string{store.TableNetwork}, dhcpAddrCheck, wake, func(ctx context.Context) error {
+		select {
+		case err := <-failed:
+			return err
+		default:
+		}
 		nets, problems := n.dhcpNetworks(net.Interfaces)
 		if !slices.Equal(problems, lastProblems) { // said once, not every check
 			for _, p := range problems {
@@ -236,6 +239,7 @@ func (n *Node) runDHCP(ctx context.Context, log *slog.Logger) error {
 						defer wg.Done()
 						if err := <-errc; sctx.Err() == nil {
 							failed <- public("TFTP stopped on "+strings.Join(taddrs, ", "), err)
+							notifyOnce(wake)
 						}
 					}()
 				}
@@ -254,6 +258,7 @@ func (n *Node) runDHCP(ctx context.Context, log *slog.Logger) error {
 					err := cfg.Start(sctx, n.log.With("component", "dhcp"))
 					if sctx.Err() == nil {
 						failed <- public("DHCP stopped on "+addrs, err)
+						notifyOnce(wake)
 					}
 				}()
 				done = make(chan struct{})
@@ -261,14 +266,15 @@ func (n *Node) runDHCP(ctx context.Context, log *slog.Logger) error {
 				log.Info("dhcp serving", "networks", len(nets))
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-failed:
-			return err
-		case <-ch:
-		case <-tick.C:
-		}
+		return nil
+	})
+}
+
+// notifyOnce wakes whoever waits on ch, if no wake-up is pending.
+func notifyOnce(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

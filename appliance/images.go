@@ -250,12 +250,7 @@ func (n *Node) serveBlob(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
-func (n *Node) wakeImageSync() {
-	select {
-	case n.imageSync <- struct{}{}:
-	default:
-	}
-}
+func (n *Node) wakeImageSync() { notifyOnce(n.imageSync) }
 
 // syncImages keeps this node's blob store complete: whenever images change
 // (and every imageSyncEvery), it fetches missing files from nodes that hold
@@ -266,8 +261,7 @@ func (n *Node) syncImages(ctx context.Context) {
 	// period passed, not on every wake-up.
 	var gcRefs string
 	var gcAt time.Time
-	for {
-		ch := n.db.WatchTables(store.TableImages, store.TableCluster)
+	n.db.Follow(ctx, []string{store.TableImages, store.TableCluster}, imageSyncEvery, n.imageSync, func(ctx context.Context) error {
 		refs, err := n.syncImagesOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			n.log.Warn("image sync incomplete; will retry", "err", err)
@@ -276,16 +270,8 @@ func (n *Node) syncImages(ctx context.Context) {
 			n.gcBlobs(refs, time.Now())
 			gcRefs, gcAt = key, time.Now()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.closing:
-			return
-		case <-n.imageSync:
-		case <-ch:
-		case <-time.After(imageSyncEvery):
-		}
-	}
+		return nil
+	})
 }
 
 // syncImagesOnce fetches what this node lacks; it returns the blobs images

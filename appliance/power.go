@@ -104,20 +104,16 @@ func (n *Node) waitJob(ctx context.Context, id string) (store.Job, error) {
 	}
 }
 
-func (n *Node) wakeJobs() {
-	select {
-	case n.jobWake <- struct{}{}:
-	default:
-	}
-}
+func (n *Node) wakeJobs() { notifyOnce(n.jobWake) }
 
 // runJobs takes the jobs this node should run and runs them, at most
 // jobRunners at once.
 func (n *Node) runJobs(ctx context.Context) {
 	sem := make(chan struct{}, jobRunners)
 	var running sync.Map
-	for {
-		ch := n.db.WatchTables(store.TableJobs, store.TableCluster)
+	var jobs sync.WaitGroup
+	defer jobs.Wait() // a node stops only once its jobs have recorded their end
+	n.db.Follow(ctx, []string{store.TableJobs, store.TableCluster}, 10*time.Second, n.jobWake, func(ctx context.Context) error {
 		var pending []store.Job
 		members := map[string]bool{}
 		n.db.View(func(tx *store.Tx) error {
@@ -142,23 +138,16 @@ func (n *Node) runJobs(ctx context.Context) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			}
+			jobs.Add(1)
 			go func(j store.Job) {
-				defer func() { <-sem; running.Delete(j.ID) }()
+				defer func() { <-sem; running.Delete(j.ID); jobs.Done() }()
 				n.runJob(ctx, j)
 			}(j)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.closing:
-			return
-		case <-ch:
-		case <-n.jobWake:
-		case <-time.After(10 * time.Second):
-		}
-	}
+		return nil
+	})
 }
 
 func (n *Node) runJob(ctx context.Context, j store.Job) {

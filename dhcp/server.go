@@ -301,20 +301,15 @@ func (s *server) housekeep(ctx context.Context) {
 
 func (s *server) watchSettings(ctx context.Context) {
 	var last uint64
-	for {
-		ch := s.cfg.DB.WatchTables(store.TableNetwork)
+	s.cfg.DB.Follow(ctx, []string{store.TableNetwork}, 0, nil, func(context.Context) error {
 		var idx uint64
 		_ = s.cfg.DB.View(func(tx *store.Tx) error { idx = tx.TableIndex(store.TableNetwork); return nil })
 		if idx != last {
 			last = idx
 			s.loadSettings()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ch:
-		}
-	}
+		return nil
+	})
 }
 
 // packet is one received datagram and where it came from.
