@@ -275,7 +275,18 @@ const minGrantBytes, minReleaseBytes = 6, 4
 
 func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
 	if version == 1 {
-		return json.Unmarshal(b, c)
+		if err := json.Unmarshal(b, c); err != nil {
+			return err
+		}
+		// Version 2 carries no IPv6 zone (DHCPv4 leases never have one):
+		// drop it here so an old entry reads as its re-encoding does.
+		for i := range c.Grants {
+			c.Grants[i].IP = c.Grants[i].IP.WithZone("")
+		}
+		for i := range c.Releases {
+			c.Releases[i].IP = c.Releases[i].IP.WithZone("")
+		}
+		return nil
 	}
 	r := binenc.NewReader(b)
 	c.Node, c.Now = r.String(), r.Time()
