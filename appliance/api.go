@@ -116,7 +116,12 @@ func (n *Node) serveHTTP() error {
 func servePart(srv *http.Server, ln net.Listener, serve func(net.Listener) error) func(context.Context, *slog.Logger) error {
 	return func(ctx context.Context, _ *slog.Logger) error {
 		err := serve(ln)
-		if ctx.Err() != nil || errors.Is(err, http.ErrServerClosed) {
+		if errors.Is(err, http.ErrServerClosed) {
+			// Only Close shuts a server down, and the node's context ends
+			// with it: not a failure.
+			<-ctx.Done()
+		}
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return public("stopped listening on "+ln.Addr().String(), err)

@@ -4,35 +4,23 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
 
+// needNet skips a test that needs a network namespace (root, ip) and the
+// named tools, or fails it under CI=true (lab/testenv).
 func needNet(t *testing.T, tools ...string) {
 	t.Helper()
-	miss := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
-	if os.Geteuid() != 0 {
-		miss("needs root (network namespace, veth pair, port 67)")
-	}
-	for _, tool := range append([]string{"ip"}, tools...) {
-		if _, err := exec.LookPath(tool); err != nil {
-			miss(fmt.Sprintf("needs %s: %v", tool, err))
-		}
-	}
+	testenv.NeedNetns(t, "veth pair, port 67", tools...)
 }
 
 func run(t *testing.T, args ...string) string {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
@@ -55,31 +56,17 @@ import (
 // through it. The node's own request metrics are checked too. The timeline
 // and the VM's console are printed on failure, or always with PXE_DEBUG=1.
 func TestRealPXEBoot(t *testing.T) {
-	miss := func(why string) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
 	if testing.Short() {
 		t.Skip("boots four emulated machines (about two minutes)")
 	}
 	needNet(t, "qemu-system-x86_64", "udhcpc")
-	ovmf := firstFile("/usr/share/ovmf/OVMF.fd", "/usr/share/OVMF/OVMF.fd", "/usr/share/qemu/OVMF.fd")
-	for what, f := range map[string]string{
-		"/dev/net/tun (tap devices)":                firstFile("/dev/net/tun"),
-		"UEFI firmware (Debian package ovmf)":       ovmf,
-		"iPXE binaries (Debian package ipxe)":       firstFile(filepath.Join(tftp.DefaultIPXEDir, "ipxe.efi")),
-		"QEMU's e1000 iPXE ROM (package ipxe-qemu)": firstFile("/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom"),
-		"iPXE as a Linux kernel (package ipxe)":     firstFile(filepath.Join(tftp.DefaultIPXEDir, "ipxe.lkrn")),
-		"lpxelinux.0 (package pxelinux)":            firstFile(filepath.Join(defaultPXELinuxDir, "lpxelinux.0")),
-		"syslinux's BIOS modules (syslinux-common)": firstFile(filepath.Join(defaultSyslinuxDir, "ldlinux.c32")),
-	} {
-		if f == "" {
-			miss("needs " + what)
-		}
-	}
+	testenv.NeedFile(t, "/dev/net/tun (tap devices)", "/dev/net/tun")
+	ovmf := testenv.NeedFile(t, "UEFI firmware (Debian package ovmf)", "/usr/share/ovmf/OVMF.fd", "/usr/share/OVMF/OVMF.fd", "/usr/share/qemu/OVMF.fd")
+	testenv.NeedFile(t, "iPXE binaries (Debian package ipxe)", filepath.Join(tftp.DefaultIPXEDir, "ipxe.efi"))
+	testenv.NeedFile(t, "QEMU's e1000 iPXE ROM (package ipxe-qemu)", "/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom")
+	testenv.NeedFile(t, "iPXE as a Linux kernel (package ipxe)", filepath.Join(tftp.DefaultIPXEDir, "ipxe.lkrn"))
+	testenv.NeedFile(t, "lpxelinux.0 (package pxelinux)", filepath.Join(defaultPXELinuxDir, "lpxelinux.0"))
+	testenv.NeedFile(t, "syslinux's BIOS modules (syslinux-common)", filepath.Join(defaultSyslinuxDir, "ldlinux.c32"))
 
 	// The network: namespace NS with bridge BR, QEMU's tap and the peer end
 	// of the node's veth in it.
@@ -142,11 +129,11 @@ func TestRealPXEBoot(t *testing.T) {
 	// snponly.efi. BIOS iPXE takes it as a PXE image.
 	efiApp, err := os.ReadFile(filepath.Join(tftp.DefaultIPXEDir, "snponly.efi"))
 	if err != nil {
-		miss("needs an EFI application as the test kernel: " + err.Error())
+		testenv.Skip(t, "needs an EFI application as the test kernel: %v", err)
 	}
 	ipxeEFI, err := os.ReadFile(filepath.Join(tftp.DefaultIPXEDir, "ipxe.efi"))
 	if err != nil {
-		miss("needs ipxe.efi for UEFI HTTP boot: " + err.Error())
+		testenv.Skip(t, "needs ipxe.efi for UEFI HTTP boot: %v", err)
 	}
 	kf, inf := importImage(t, n, admin, "commissioning", efiApp, []byte(strings.Repeat("not an initrd\n", 5000)))
 
@@ -396,15 +383,6 @@ func firmwareDHCP(t *testing.T, ns, br, mac string) map[string]string {
 		answer[k] = v
 	}
 	return answer
-}
-
-func firstFile(paths ...string) string {
-	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 func tail(s string, n int) string {

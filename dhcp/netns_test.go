@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -14,29 +12,19 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/rollcall/rollcall/lab/testenv"
 )
 
 // Network tests run in namespaces they create, joined by veth pairs, with
 // addresses under 10.213.0.0/16 that exist only inside them. They need root
 // and the real peers (dhclient, udhcpc, perfdhcp, dnsmasq): without them a
-// test skips with the reason, except under CI=true, where that fails.
+// test skips with the reason, except under CI=true, where that fails
+// (lab/testenv).
 
 func need(t testing.TB, tools ...string) {
 	t.Helper()
-	miss := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
-	if os.Geteuid() != 0 {
-		miss("needs root (network namespaces, veth pairs, port 67)")
-	}
-	for _, tool := range append([]string{"ip"}, tools...) {
-		if _, err := exec.LookPath(tool); err != nil {
-			miss(fmt.Sprintf("needs %s (Debian: iproute2, isc-dhcp-client, udhcpc, kea-admin, dnsmasq): %v", tool, err))
-		}
-	}
+	testenv.NeedNetns(t, "veth pairs, port 67", tools...)
 }
 
 func sh(t testing.TB, args ...string) string {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	pintftp "github.com/pin/tftp/v3"
+
+	"github.com/rollcall/rollcall/lab/testenv"
 )
 
 // TestRealClientsFetchIPXE fetches every iPXE binary with tftp-hpa's client
@@ -25,8 +27,8 @@ import (
 // options at all, so it covers the plain RFC 1350 path; atftp covers the
 // option combinations.
 func TestRealClientsFetchIPXE(t *testing.T) {
-	tftpBin := needTool(t, "tftp", "tftp-hpa")
-	atftpBin := needTool(t, "atftp", "atftp")
+	bins := testenv.NeedTool(t, "tftp", "atftp") // tftp-hpa's client and atftp
+	tftpBin, atftpBin := bins[0], bins[1]
 	dir := ipxeDir(t)
 	s, addr := startServer(t, Config{IPXEDir: dir})
 	host, port, _ := net.SplitHostPort(addr)
@@ -208,8 +210,7 @@ func TestBlockNumberRollover(t *testing.T) {
 		t.Fatalf("pin/tftp client: %d bytes, content differs", n)
 	}
 
-	if _, err := exec.LookPath("tftp"); err == nil || os.Getenv("CI") == "true" {
-		tftpBin := needTool(t, "tftp", "tftp-hpa")
+	if tftpBin, ok := testenv.LookTool(t, "tftp"); ok {
 		host, port, _ := net.SplitHostPort(addr)
 		out := filepath.Join(t.TempDir(), "big.img")
 		if o, err := exec.Command(tftpBin, host, port, "-m", "binary", "-c", "get", "big.img", out).CombinedOutput(); err != nil {

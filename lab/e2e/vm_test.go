@@ -9,13 +9,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollcall/rollcall/lab/testenv"
 )
 
 // A virtual machine nobody registered becomes a ready, inventoried machine
@@ -46,36 +47,18 @@ func TestVMCommissioning(t *testing.T) { testVM(t, false) }
 func TestVMCommissioningCluster(t *testing.T) { testVM(t, true) }
 
 func testVM(t *testing.T, cluster bool) {
-	miss := func(why string) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
-	}
 	if testing.Short() {
 		t.Skip("boots an emulated machine (a few minutes)")
 	}
-	if os.Geteuid() != 0 {
-		miss("needs root (network namespaces, bridges, taps)")
-	}
-	for _, tool := range []string{"ip", "qemu-system-x86_64", "ipmi_sim", "ipmitool"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			miss(tool + " not installed (Debian packages iproute2, qemu-system-x86, openipmi, ipmitool)")
-		}
-	}
-	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		miss("needs /dev/net/tun (tap devices)")
-	}
-	if vmFirstFile("/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom") == "" {
-		miss("needs QEMU's e1000 iPXE ROM (Debian package ipxe-qemu)")
-	}
+	testenv.NeedNetns(t, "bridges, taps", "qemu-system-x86_64", "ipmi_sim", "ipmitool")
+	testenv.NeedFile(t, "/dev/net/tun (tap devices)", "/dev/net/tun")
+	testenv.NeedFile(t, "QEMU's e1000 iPXE ROM (Debian package ipxe-qemu)", "/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom")
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	kernel, initrd := filepath.Join(root, "bin", "image", "vmlinuz"), filepath.Join(root, "bin", "image", "initrd.img")
 	for _, f := range []string{kernel, initrd} {
 		if _, err := os.Stat(f); err != nil {
-			miss("needs the commissioning image: run `make image` (" + err.Error() + ")")
+			testenv.Skip(t, "needs the commissioning image: run `make image` (%v)", err)
 		}
 	}
 
@@ -178,7 +161,7 @@ set_working_mc 0x20
 	simLog := &lockedBuffer{}
 	sim.Stdout, sim.Stderr = simLog, simLog
 	if err := sim.Start(); err != nil {
-		miss("ipmi_sim does not start: " + err.Error())
+		testenv.Skip(t, "ipmi_sim does not start: %v", err)
 	}
 	simDone := make(chan error, 1)
 	go func() { simDone <- sim.Wait() }()
@@ -405,15 +388,6 @@ set_working_mc 0x20
 		t.Errorf("no commissioner in ipmi_sim's user list:\n%s", out)
 	}
 	t.Logf("ipmi_sim's named users on channel 1:\n%s", strings.Join(named, "\n"))
-}
-
-func vmFirstFile(paths ...string) string {
-	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 func waitUntil(t *testing.T, limit time.Duration, what string, ok func() bool) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rollcall/rollcall/lab/testenv"
 )
 
 // readNewc parses a newc archive back: name → (mode, data).
@@ -87,7 +89,7 @@ func TestWriteInitramfs(t *testing.T) {
 		t.Errorf("init %o %q, console %o, tmp %o", modes["init"], data["init"], modes["dev/console"], modes["tmp"])
 	}
 	// A real peer reads it too.
-	if _, err := exec.LookPath("cpio"); err == nil {
+	if _, ok := testenv.LookTool(t, "cpio"); ok {
 		cmd := exec.Command("cpio", "-t", "--quiet")
 		cmd.Stdin = bytes.NewReader(raw)
 		out, err := cmd.Output()

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rollcall/rollcall/lab/testenv"
 )
 
 // Server is a PostgreSQL server listening only on a Unix socket in its own
@@ -49,16 +51,12 @@ func version(dir string) int {
 
 // Need returns the binaries or ends the test: skipped with the reason, or
 // failed when CI=true (CI installs postgresql; a skip there would hide a
-// broken setup).
+// broken setup; lab/testenv).
 func Need(t testing.TB) string {
 	t.Helper()
 	bin := Bin()
 	if bin == "" {
-		msg := "PostgreSQL is not installed (apt-get install postgresql): no /usr/lib/postgresql/*/bin/initdb"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Skip(t, "PostgreSQL is not installed (apt-get install postgresql): no /usr/lib/postgresql/*/bin/initdb")
 	}
 	return bin
 }

@@ -1,0 +1,601 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Dependencies point one way (STYLE.md item 1):
+//
+//	appliance/cmd/rollcall → appliance → services (dhcp, tftp, power, ipam,
+//	raftfsm, webui) → store → plain model types (store/inventory)
+//
+// Services never import each other; the agent is a binary of its own that
+// shares only the model; lab/ and images/ are programs at the edge that may
+// use anything. The table below is the module as it is: every package has a
+// rule naming exactly what of this module it imports, and why. A new import
+// fails the test until its rule says so; an import gone fails it until its
+// rule forgets it, so the table stays the truth. Every allowed import that
+// goes against the direction is written once more in against, with why it
+// stands.
+
+const module = "github.com/rollcall/rollcall"
+
+var update = flag.Bool("update", false, "rewrite testdata/agent-deps.txt from go list")
+
+// rule says what one package may import of this module (paths relative to
+// the module).
+type rule struct {
+	why     string
+	imports []string // by its non-test files
+	tests   []string // by its _test.go files, beyond imports
+}
+
+var rules = map[string]rule{
+	// The model.
+	"store/inventory": {why: "the hardware report's plain types, shared by the agent and the server: a leaf"},
+
+	// The store.
+	"store/binenc": {why: "the binary encoding of the store's hot records: a leaf"},
+	"store": {why: "the data model on bbolt: only its own encoding and the model",
+		imports: []string{"store/binenc", "store/inventory"}},
+	"store/pgexport": {why: "copies the store into PostgreSQL: reads the store, nothing above it",
+		imports: []string{"store", "store/inventory"},
+		tests:   []string{"raftfsm", "store/pgexport/pgtest"}},
+	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and machines applied through the real FSM",
+		imports: []string{"lab/testenv", "raftfsm", "store", "store/inventory"}},
+
+	// Services: each reads the store and declares what it needs of the rest.
+	"dhcp": {why: "the DHCP server: its mode packages and the store; leases are written through interfaces it declares",
+		imports: []string{"dhcp/boot", "dhcp/full", "dhcp/lease", "dhcp/proxy", "dhcp/wire", "store"},
+		tests:   []string{"lab/bench/dhcp/replica", "lab/testenv", "raftfsm"}},
+	"dhcp/wire":  {why: "what the mode handlers share with the server that owns the sockets: a leaf"},
+	"dhcp/boot":  {why: "the boot decision both modes make: only the shared wire types", imports: []string{"dhcp/wire"}},
+	"dhcp/full":  {why: "full-mode DHCP: boot answers, leases, wire types", imports: []string{"dhcp/boot", "dhcp/lease", "dhcp/wire"}},
+	"dhcp/proxy": {why: "proxy DHCP hands out no address, so no leases: boot answers and wire types", imports: []string{"dhcp/boot", "dhcp/wire"}},
+	"dhcp/lease": {why: "dynamic addresses from the store's lease blocks",
+		imports: []string{"store"},
+		tests:   []string{"lab/bench/dhcp/replica"}},
+	"tftp": {why: "a read-only file server: needs nothing of the module",
+		tests: []string{"lab/testenv"}},
+	"ipam": {why: "the network model's rules, as functions of a store transaction",
+		imports: []string{"store"},
+		tests:   []string{"raftfsm", "store/inventory"}},
+	"raftfsm": {why: "replicates the store: commands are applied to it under the network model's rules",
+		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
+		tests:   []string{"appliance/pki", "lab/baseline"}},
+	"webui": {why: "embedded static files: imports nothing of the module",
+		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory"}},
+	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
+	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
+		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
+	"power/ipmi": {why: "a driver: implements power's interface, nothing else",
+		imports: []string{"power"},
+		tests:   []string{"power/ipmi/ipmitest", "power/powertest"}},
+	"power/redfish": {why: "a driver: implements power's interface, nothing else",
+		imports: []string{"power"},
+		tests:   []string{"power/powertest", "power/redfish/redfishtest"}},
+	"power/proxmox": {why: "a driver: implements power's interface, nothing else",
+		imports: []string{"power"},
+		tests:   []string{"power/powertest"}},
+	"power/manual":              {why: "a driver: implements power's interface, nothing else", imports: []string{"power"}},
+	"power/powertest":           {why: "test support: the conformance suite every driver runs", imports: []string{"lab/testenv", "power"}},
+	"power/ipmi/ipmitest":       {why: "test support: simulated BMCs on go-ipmi's server, independent of the driver"},
+	"power/redfish/redfishtest": {why: "test support: a Redfish service from DMTF mockups, independent of the driver"},
+
+	// The node.
+	"appliance": {why: "composes the node: the only package that knows how the services fit together",
+		imports: []string{"appliance/apiclient", "appliance/connlimit", "appliance/console", "appliance/pki",
+			"dhcp", "ipam", "power", "power/builtin", "power/redfish", "raftfsm", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
+		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "power/powertest", "power/redfish/redfishtest", "store/pgexport/pgtest"}},
+	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
+	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
+	"appliance/connlimit":    {why: "connection limits for the node's HTTP servers: a leaf"},
+	"appliance/pki":          {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
+	"appliance/console": {why: "an API client: the store's types for what the API answers, never the node itself",
+		imports: []string{"appliance/apiclient", "appliance/pki", "store"},
+		tests:   []string{"store/inventory"}},
+
+	// The agent: its own small binary, which shares only the model with the server.
+	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
+	"agent/bmc":                {why: "the in-band BMC account: the model's types only", imports: []string{"store/inventory"}},
+	"agent/collect":            {why: "the inventory collectors: the model's types only", imports: []string{"store/inventory"}},
+	"agent/sysinit":            {why: "PID 1 chores: a leaf"},
+	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/sysinit"}},
+
+	// Programs and labs at the edge.
+	"images/commissioning/build": {why: "builds the image by running go build and apt-get: imports nothing of the module", tests: []string{"lab/testenv"}},
+	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
+	"lab/layering":               {why: "this test: reads the module through go list"},
+	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/testenv"}},
+	"lab/fleet":                  {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
+	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
+	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance", "dhcp", "lab/bench/dhcp/replica", "store"}},
+	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
+	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "store", "store/pgexport", "store/pgexport/pgtest"}},
+	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance", "store"}},
+	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance"}},
+	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance", "lab/fleet"}},
+	"lab/bench/power": {why: "a benchmark program",
+		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
+	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "store"}},
+	"lab/bench/tftp": {why: "a benchmark program", imports: []string{"appliance", "tftp"}},
+}
+
+// edge is one allowed import: from imports to, in a _test.go file or not.
+type edge struct {
+	from, to string
+	test     bool
+}
+
+// against holds the allowed imports that break the direction, each with why
+// it stands. The test fails when the table allows such an import and it is
+// not here, and when an entry here is no longer allowed or no longer against
+// the direction.
+var against = map[edge]string{
+	{"raftfsm", "ipam", false}: "a service importing a service: Apply runs the network model's checks " +
+		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
+		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
+		"both (into store, or a package of their own) would restore the direction",
+	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the store " +
+		"under export by applying raftfsm commands, as a cluster does; only tests and lab/bench/export import it",
+	{"store/pgexport", "raftfsm", true}: "the export's tests fill the store through the real FSM",
+	{"raftfsm", "appliance/pki", true}: "the transport's tests use the real cluster CA and node certificates " +
+		"(pki.NewCA, pki.PeerTLS); raftfsm itself is handed a *tls.Config",
+	{"dhcp", "raftfsm", true}: "the DHCP tests build machines and the network model with raftfsm commands " +
+		"applied to real stores, as the cluster would",
+	{"dhcp", "lab/bench/dhcp/replica", true}: "the replicated store the DHCP tests share with the " +
+		"benchmark: several FSMs fed one log, so lease blocks behave as on a cluster",
+	{"dhcp/lease", "lab/bench/dhcp/replica", true}: "leases are tested against the same replicated store",
+	{"ipam", "raftfsm", true}:                      "ipam's rules are tested (and raced) as the cluster runs them, through commands",
+	{"webui", "appliance", true}: "the browser tests drive the UI served by a real node; only webui's " +
+		"external test package imports it, so webui itself stays a leaf",
+	{"webui", "raftfsm", true}: "the browser tests fill that node's store with raftfsm commands",
+}
+
+// testSupport are packages made for tests (and the lab's programs): tests of
+// any package may import them, non-test code below lab/ may not.
+var testSupport = map[string]bool{
+	"lab/testenv": true, "lab/fleet": true, "lab/baseline": true,
+	"power/powertest": true, "power/ipmi/ipmitest": true, "power/redfish/redfishtest": true,
+	"store/pgexport/pgtest": true,
+}
+
+// services are the packages between the node and the store.
+var services = map[string]bool{"dhcp": true, "tftp": true, "power": true, "ipam": true, "raftfsm": true, "webui": true}
+
+// layer places a package: its family (packages of one family import each
+// other freely) and its level (imports go to a lower level).
+func layer(p string) (family string, level int) {
+	first, _, _ := strings.Cut(p, "/")
+	switch {
+	case p == "store/inventory":
+		return "model", 0
+	case first == "store":
+		return "store", 1
+	case services[first]:
+		return first, 2
+	case first == "appliance", first == "agent":
+		return first, 3
+	default: // lab/, images/: programs at the edge
+		return first, 4
+	}
+}
+
+func againstDirection(e edge) bool {
+	ff, fl := layer(e.from)
+	tf, tl := layer(e.to)
+	if testSupport[e.to] {
+		return !e.test && !testSupport[e.from] && ff != "lab"
+	}
+	return ff != tf && tl >= fl
+}
+
+// confinement names the only packages whose non-test files may import a
+// module from outside.
+type confinement struct {
+	who []string
+	why string
+}
+
+var confined = map[string]confinement{
+	"github.com/gin-gonic/gin": {[]string{"appliance"}, "only appliance knows gin (STYLE.md item 1); services serve net/http"},
+	"github.com/rivo/tview":    {[]string{"appliance/console"}, "the console is the one terminal UI"},
+	"github.com/gdamore/tcell": {[]string{"appliance/console"}, "the console is the one terminal UI"},
+	"github.com/hashicorp/raft": {[]string{"raftfsm", "lab/baseline", "lab/bench/dhcp/replica", "store/pgexport/pgtest"},
+		"raftfsm owns Raft; the others feed raft.Log entries to an FSM or are the plain-raft baseline"},
+	"github.com/hashicorp/raft-boltdb": {[]string{"raftfsm", "lab/baseline"}, "raftfsm owns the Raft log"},
+	"go.etcd.io/bbolt":                 {[]string{"store", "lab/baseline"}, "the store owns bbolt; everyone else reads typed records"},
+	"github.com/chromedp":              {nil, "the headless browser drives webui's tests only"},
+}
+
+type table struct {
+	rules    map[string]rule
+	against  map[edge]string
+	confined map[string]confinement
+}
+
+// pkg is what go list says of one package.
+type pkg struct {
+	ImportPath   string
+	Standard     bool
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func TestLayering(t *testing.T) {
+	pkgs := goList(t, "-tags", "e2e", module+"/...")
+	for _, p := range check(table{rules, against, confined}, pkgs) {
+		t.Error(p)
+	}
+}
+
+// check returns what is wrong with the module's imports against the table,
+// one sentence each, sorted.
+func check(tb table, pkgs []pkg) []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	listed := map[string]pkg{}
+	for _, p := range pkgs {
+		if rel, ok := internal(p.ImportPath); ok {
+			listed[rel] = p
+		}
+	}
+	for name, r := range tb.rules {
+		if _, ok := listed[name]; !ok {
+			bad("the table has a rule for %s, which no longer exists: remove it", name)
+		}
+		for _, imp := range append(slices.Clone(r.imports), r.tests...) {
+			if _, ok := listed[imp]; !ok {
+				bad("the rule for %s allows %s, which no longer exists", name, imp)
+			}
+		}
+	}
+	for mod, c := range tb.confined {
+		for _, who := range c.who {
+			if _, ok := listed[who]; !ok {
+				bad("%s is confined to %s, which no longer exists", mod, who)
+			}
+		}
+	}
+
+	allowed := map[edge]bool{}
+	for name, p := range listed {
+		r, ok := tb.rules[name]
+		if !ok {
+			bad("%s has no rule: add one to the table in lab/layering, with its reason", name)
+			continue
+		}
+		prod := internalSet(name, p.Imports)
+		test := internalSet(name, p.TestImports, p.XTestImports)
+		for imp := range prod {
+			delete(test, imp)
+			if !slices.Contains(r.imports, imp) && !slices.Contains(r.tests, imp) { // else said below
+				bad("%s imports %s, which its rule does not allow (%s)", name, imp, r.why)
+			}
+		}
+		for imp := range test {
+			if !slices.Contains(r.imports, imp) && !slices.Contains(r.tests, imp) {
+				bad("%s's tests import %s, which its rule does not allow (%s)", name, imp, r.why)
+			}
+		}
+		for _, imp := range r.imports {
+			switch {
+			case prod[imp]:
+				allowed[edge{name, imp, false}] = true
+			case test[imp]:
+				bad("only the tests of %s import %s: move it to the rule's tests", name, imp)
+			default:
+				bad("%s no longer imports %s: remove it from its rule", name, imp)
+			}
+		}
+		for _, imp := range r.tests {
+			switch {
+			case prod[imp]:
+				bad("%s imports %s outside its tests: move it to the rule's imports", name, imp)
+			case test[imp]:
+				allowed[edge{name, imp, true}] = true
+			default:
+				bad("the tests of %s no longer import %s: remove it from its rule", name, imp)
+			}
+		}
+		for _, imp := range p.Imports {
+			for mod, c := range tb.confined {
+				if (imp == mod || strings.HasPrefix(imp, mod+"/")) && !slices.Contains(c.who, name) {
+					bad("%s imports %s: only %v may (%s)", name, imp, c.who, c.why)
+				}
+			}
+		}
+	}
+
+	for e := range allowed {
+		if againstDirection(e) && tb.against[e] == "" {
+			bad("%s goes against the direction of STYLE.md item 1: say why in against, or drop the import", e)
+		}
+	}
+	for e := range tb.against {
+		switch {
+		case !allowed[e]:
+			bad("against names %s, which the table does not allow (or nobody imports): remove it", e)
+		case !againstDirection(e):
+			bad("against names %s, which follows the direction: remove it", e)
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+func (e edge) String() string {
+	if e.test {
+		return fmt.Sprintf("%s (tests) → %s", e.from, e.to)
+	}
+	return fmt.Sprintf("%s → %s", e.from, e.to)
+}
+
+// internal returns path relative to the module, if it is in the module.
+func internal(path string) (string, bool) {
+	return strings.CutPrefix(path, module+"/")
+}
+
+// internalSet is the module's packages among lists, self excluded (an
+// external test package imports the package it tests).
+func internalSet(self string, lists ...[]string) map[string]bool {
+	set := map[string]bool{}
+	for _, l := range lists {
+		for _, p := range l {
+			if rel, ok := internal(p); ok && rel != self {
+				set[rel] = true
+			}
+		}
+	}
+	return set
+}
+
+// goList runs go list -json on patterns for linux/amd64 without cgo (how
+// both binaries are built), so the answer does not depend on the machine.
+// A failure of go list fails the test: a layering check that skips proves
+// nothing.
+func goList(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Standard,Imports,TestImports,XTestImports"}, args...)...)
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: reading its output: %v", strings.Join(cmd.Args, " "), err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatalf("%s listed no packages", strings.Join(cmd.Args, " "))
+	}
+	return pkgs
+}
+
+// The agent binary's whole dependency set is checked in, so that a new
+// dependency (one more module, or a server package) shows up in review. It
+// holds every package linked in from this module and from other modules,
+// and the standard library's importable packages; the standard library's
+// internal and vendored packages are left out, since they change with each
+// Go release and follow from the importable ones.
+const agentMain = module + "/agent/cmd/rollcall-agent"
+
+const agentDepsFile = "testdata/agent-deps.txt"
+
+const agentDepsHeader = `# The agent binary's whole dependency set, one import path a line, sorted:
+# go list -deps ` + agentMain + `
+# for GOOS=linux GOARCH=amd64 CGO_ENABLED=0 (as images/commissioning/build
+# builds it), less the standard library's internal and vendor packages.
+# Checked by lab/layering; rewrite with
+#   go test ./lab/layering -run TestAgentDeps -update
+`
+
+// agentNever are what the agent must not link, whatever agent-deps.txt says:
+// it reaches the server through the API only.
+var agentNever = map[string]string{
+	"github.com/gin-gonic/gin":  "the API server's framework",
+	"github.com/hashicorp/raft": "the cluster's consensus",
+	"go.etcd.io/bbolt":          "the store's database",
+}
+
+func TestAgentDeps(t *testing.T) {
+	var got []string
+	for _, p := range goList(t, "-deps", agentMain) {
+		if !p.Standard || !hiddenStd(p.ImportPath) {
+			got = append(got, p.ImportPath)
+		}
+	}
+	slices.Sort(got)
+	for _, p := range got {
+		for never, why := range agentNever {
+			if p == never || strings.HasPrefix(p, never+"/") {
+				t.Errorf("the agent links %s (%s): it reaches the server through the API only", p, why)
+			}
+		}
+		if rel, ok := internal(p); ok && rel != "agent" && !strings.HasPrefix(rel, "agent/") && rel != "store/inventory" {
+			t.Errorf("the agent links %s: of the server's packages it shares only store/inventory", p)
+		}
+	}
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(agentDepsFile), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(agentDepsFile, []byte(agentDepsHeader+strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: %d packages", agentDepsFile, len(got))
+		return
+	}
+	want, err := readList(agentDepsFile)
+	if err != nil {
+		t.Fatalf("%v (go test ./lab/layering -run TestAgentDeps -update writes it)", err)
+	}
+	if diff := listDiff(want, got); diff != "" {
+		t.Errorf("the agent's dependencies changed (+ new, - gone):\n%s"+
+			"If that is meant, run go test ./lab/layering -run TestAgentDeps -update and commit %s with the change.",
+			diff, agentDepsFile)
+	}
+}
+
+// hiddenStd reports a standard-library package no program can import.
+func hiddenStd(path string) bool {
+	for _, elem := range strings.Split(path, "/") {
+		if elem == "internal" || elem == "vendor" {
+			return true
+		}
+	}
+	return false
+}
+
+// readList reads one entry a line, skipping blank lines and # comments.
+func readList(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var list []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
+			list = append(list, line)
+		}
+	}
+	return list, sc.Err()
+}
+
+// listDiff is "+ x" for each x only in got and "- x" for each only in want,
+// in order, one a line; "" when both hold the same.
+func listDiff(want, got []string) string {
+	var b strings.Builder
+	for _, x := range got {
+		if !slices.Contains(want, x) {
+			fmt.Fprintf(&b, "+ %s\n", x)
+		}
+	}
+	for _, x := range want {
+		if !slices.Contains(got, x) {
+			fmt.Fprintf(&b, "- %s\n", x)
+		}
+	}
+	return b.String()
+}
+
+// TestCheck runs check on small made-up modules, one way to fail each.
+func TestCheck(t *testing.T) {
+	m := func(rel string) string { return module + "/" + rel }
+	base := map[string]rule{
+		"store":       {why: "the store"},
+		"dhcp":        {why: "a service", imports: []string{"store"}},
+		"tftp":        {why: "a service"},
+		"appliance":   {why: "the node", imports: []string{"dhcp", "store"}, tests: []string{"lab/testenv"}},
+		"lab/testenv": {why: "test support"},
+	}
+	pkgs := []pkg{
+		{ImportPath: m("store"), Imports: []string{"os", "go.etcd.io/bbolt"}},
+		{ImportPath: m("dhcp"), Imports: []string{m("store")}, XTestImports: []string{m("dhcp"), m("store")}},
+		{ImportPath: m("tftp")},
+		{ImportPath: m("appliance"), Imports: []string{m("dhcp"), m("store")}, TestImports: []string{m("lab/testenv"), m("store")}},
+		{ImportPath: m("lab/testenv")},
+		{ImportPath: "os", Standard: true},
+	}
+	with := func(rules map[string]rule, name string, r rule) map[string]rule {
+		out := map[string]rule{}
+		for k, v := range rules {
+			out[k] = v
+		}
+		if r.why == "" {
+			delete(out, name)
+		} else {
+			out[name] = r
+		}
+		return out
+	}
+	importing := func(name string, imports, tests []string) []pkg {
+		out := slices.Clone(pkgs)
+		for i := range out {
+			if out[i].ImportPath == m(name) {
+				out[i].Imports, out[i].TestImports = append(slices.Clone(out[i].Imports), imports...), append(slices.Clone(out[i].TestImports), tests...)
+			}
+		}
+		return out
+	}
+	dhcpTFTP := edge{"dhcp", "tftp", false}
+	cases := map[string]struct {
+		tb   table
+		pkgs []pkg
+		want []string
+	}{
+		"clean": {table{base, nil, nil}, pkgs, nil},
+		"import not allowed": {table{base, nil, nil}, importing("dhcp", []string{m("tftp")}, nil),
+			[]string{"dhcp imports tftp, which its rule does not allow (a service)"}},
+		"test import not allowed": {table{base, nil, nil}, importing("tftp", nil, []string{m("appliance")}),
+			[]string{"tftp's tests import appliance, which its rule does not allow (a service)"}},
+		"package without a rule": {table{base, nil, nil}, append(slices.Clone(pkgs), pkg{ImportPath: m("ipam")}),
+			[]string{"ipam has no rule: add one to the table in lab/layering, with its reason"}},
+		"rule for a package gone": {table{with(base, "power", rule{why: "gone"}), nil, nil}, pkgs,
+			[]string{"the table has a rule for power, which no longer exists: remove it"}},
+		"allowance of a package gone": {table{with(base, "tftp", rule{why: "a service", tests: []string{"lab/gone"}}), nil, nil}, pkgs,
+			[]string{"the rule for tftp allows lab/gone, which no longer exists", "the tests of tftp no longer import lab/gone: remove it from its rule"}},
+		"import gone": {table{with(base, "tftp", rule{why: "a service", imports: []string{"store"}}), nil, nil}, pkgs,
+			[]string{"tftp no longer imports store: remove it from its rule"}},
+		"test import in imports": {table{with(base, "tftp", rule{why: "a service", imports: []string{"store"}}), nil, nil}, importing("tftp", nil, []string{m("store")}),
+			[]string{"only the tests of tftp import store: move it to the rule's tests"}},
+		"import in tests": {table{with(base, "tftp", rule{why: "a service", tests: []string{"store"}}), nil, nil}, importing("tftp", []string{m("store")}, nil),
+			[]string{"tftp imports store outside its tests: move it to the rule's imports"}},
+		"against the direction, unexplained": {table{with(base, "dhcp", rule{why: "a service", imports: []string{"store", "tftp"}}), nil, nil}, importing("dhcp", []string{m("tftp")}, nil),
+			[]string{"dhcp → tftp goes against the direction of STYLE.md item 1: say why in against, or drop the import"}},
+		"against the direction, explained": {table{with(base, "dhcp", rule{why: "a service", imports: []string{"store", "tftp"}}), map[edge]string{dhcpTFTP: "because"}, nil}, importing("dhcp", []string{m("tftp")}, nil),
+			nil},
+		"explanation of an import gone": {table{base, map[edge]string{dhcpTFTP: "because"}, nil}, pkgs,
+			[]string{"against names dhcp → tftp, which the table does not allow (or nobody imports): remove it"}},
+		"explanation of an import that follows the direction": {table{base, map[edge]string{{"appliance", "dhcp", false}: "because"}, nil}, pkgs,
+			[]string{"against names appliance → dhcp, which follows the direction: remove it"}},
+		"test support outside tests": {table{with(base, "tftp", rule{why: "a service", imports: []string{"lab/testenv"}}), nil, nil}, importing("tftp", []string{m("lab/testenv")}, nil),
+			[]string{"tftp → lab/testenv goes against the direction of STYLE.md item 1: say why in against, or drop the import"}},
+		"confined module": {table{base, nil, map[string]confinement{"go.etcd.io/bbolt": {[]string{"dhcp"}, "not the store"}}}, pkgs,
+			[]string{"store imports go.etcd.io/bbolt: only [dhcp] may (not the store)"}},
+		"confined to a package gone": {table{base, nil, map[string]confinement{"go.etcd.io/bbolt": {[]string{"store", "gone"}, "x"}}}, pkgs,
+			[]string{"go.etcd.io/bbolt is confined to gone, which no longer exists"}},
+	}
+	for name, c := range cases {
+		if diff := cmp.Diff(c.want, check(c.tb, c.pkgs)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestListDiff(t *testing.T) {
+	if d := listDiff([]string{"a", "b", "c"}, []string{"a", "c", "d"}); d != "+ d\n- b\n" {
+		t.Errorf("listDiff = %q", d)
+	}
+	if d := listDiff([]string{"a"}, []string{"a"}); d != "" {
+		t.Errorf("listDiff of equal lists = %q", d)
+	}
+}
