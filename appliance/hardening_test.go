@@ -555,3 +555,42 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 		t.Fatalf("%d answered, %d refused of %d waiters (cap %d)", ok.Load(), refused.Load(), maxWaiters+40, maxWaiters)
 	}
 }
+
+// Finding 12, the rest: a VLAN served by a node that does not exist or on
+// an "interface" that is a path, an address whose interface holds control
+// characters, machines with the broadcast or the zero MAC, an image with no
+// files. Each is refused, changes nothing and takes no Raft entry.
+func TestNetworkAndMachineValidation(t *testing.T) {
+	n, admin, _ := startTestNode(t)
+	mid := referenceSite(t, n, admin)
+	vid := 7
+	tests := map[string]struct {
+		method, path string
+		body         any
+	}{
+		"VLAN served by a node that is not a member": {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: "nosuch"}}}},
+		"VLAN on an interface that is a path":        {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: n.Name(), Iface: "../../etc"}}}},
+		"VLAN served by a 300-character node name":   {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: strings.Repeat("n", 300)}}}},
+		"address on an interface with control chars": {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: mid, Interface: "\u0000\n", IP: "10.50.0.60"}},
+		"machine with the broadcast MAC":             {"POST", "/api/v1/machines", createMachineRequest{Name: "bcast", MAC: "ff:ff:ff:ff:ff:ff"}},
+		"machine with the zero MAC":                  {"POST", "/api/v1/machines", createMachineRequest{Name: "zero", MAC: "00:00:00:00:00:00"}},
+		"machine with a multicast MAC":               {"POST", "/api/v1/machines", createMachineRequest{Name: "mcast", MAC: "01:00:5e:00:00:01"}},
+		"image with no files":                        {"POST", "/api/v1/images", imageRequest{Name: "empty"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			before := stateOf(n)
+			r := do(t, n, tc.method, tc.path, tc.body, bearer(admin)...)
+			if r.status != http.StatusBadRequest {
+				t.Fatalf("got %s, want 400", r)
+			}
+			if after := stateOf(n); after != before {
+				t.Errorf("state changed or an entry was taken: %+v → %+v", before, after)
+			}
+		})
+	}
+	// The node itself is a member: a VLAN it serves, on a real name, is fine.
+	if r := do(t, n, "POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: n.Name(), Iface: "eth9"}}}, bearer(admin)...); r.status != http.StatusCreated {
+		t.Fatalf("a valid VLAN: %s", r)
+	}
+}
