@@ -935,21 +935,24 @@ func TestStateCheckFindsAndRepairsADamagedStore(t *testing.T) {
 		}
 		return idx
 	}
-	// An undamaged cluster agrees.
-	idx := check()
-	var sums []string
-	for _, nd := range tc.running() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		h, err := nd.cluster().StateHash(ctx, idx)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", nd.name, err)
+	// agree checks that every node hashed its store alike at idx.
+	agree := func(what string, idx uint64) {
+		t.Helper()
+		var sums []string
+		for _, nd := range tc.running() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			h, err := nd.cluster().StateHash(ctx, idx)
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v", nd.name, err)
+			}
+			sums = append(sums, h.String())
 		}
-		sums = append(sums, h.String())
+		if sums[0] != sums[1] || sums[1] != sums[2] {
+			t.Fatalf("%s: stores hash differently: %v", what, sums)
+		}
 	}
-	if sums[0] != sums[1] || sums[1] != sums[2] {
-		t.Fatalf("undamaged stores hash differently: %v", sums)
-	}
+	agree("undamaged", check()) // an undamaged cluster agrees
 
 	// Damage one follower: a record no command wrote.
 	f := tc.follower()
@@ -1010,18 +1013,5 @@ func TestStateCheckFindsAndRepairsADamagedStore(t *testing.T) {
 	}
 	// Writes go on and every store agrees at the next check.
 	applyCtx(t, tc.leader(10*time.Second).cluster(), create(8100))
-	idx = check()
-	sums = sums[:0]
-	for _, nd := range tc.running() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		h, err := nd.cluster().StateHash(ctx, idx)
-		cancel()
-		if err != nil {
-			t.Fatalf("%s: %v", nd.name, err)
-		}
-		sums = append(sums, h.String())
-	}
-	if sums[0] != sums[1] || sums[1] != sums[2] {
-		t.Fatalf("after repair the stores hash differently: %v", sums)
-	}
+	agree("after repair", check())
 }
