@@ -600,7 +600,7 @@ func TestMachineLifecycle(t *testing.T) {
 	}
 	d, raw := getMachine(t, n, admin, en.ID)
 	if d.State != store.StateReady || d.SystemUUID != uuid || d.Serial != "S7K2X9" || d.BootMAC != "0c:c4:7a:00:00:01" {
-		t.Errorf("machine = %+v", d.Machine)
+		t.Errorf("machine = %+v", d.MachineView)
 	}
 	wantSummary := inventory.Summary{
 		Manufacturer: "Supermicro", Product: "SYS-2029U-TR4", CPUModel: "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz",
@@ -939,7 +939,7 @@ func TestCommissionIdentity(t *testing.T) {
 				}
 				d, _ := getMachine(t, n, admin, "db-07")
 				if d.ID != ids[0] || d.State != store.StateReady || d.Serial != "HAND0001" || !strings.HasPrefix(d.IdentityKey, "uuid:") {
-					t.Errorf("db-07 = %+v", d.Machine)
+					t.Errorf("db-07 = %+v", d.MachineView)
 				}
 			},
 		},

@@ -596,7 +596,7 @@ func cmdShow(args []string, stdout io.Writer) error {
 }
 
 func printDetail(w io.Writer, d MachineDetail) {
-	m, s := d.Machine, d.Summary
+	m, s := d.MachineView, d.Summary
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	rows := [][2]string{
 		{"ID", m.ID}, {"Name", dash(m.Name)}, {"State", m.State}, {"System UUID", dash(m.SystemUUID)},

@@ -98,7 +98,7 @@ func FuzzCreateMachineBody(f *testing.F) {
 		var m MachineView
 		r.decode(t, &m)
 		if !store.ValidMachineID(m.ID) || m.State != store.StateNew || m.Name != req.Name {
-			t.Errorf("created %+v from %q", m.Machine, body)
+			t.Errorf("created %+v from %q", m, body)
 		}
 		if m.Name != "" && store.ValidName(m.Name) != nil {
 			t.Errorf("created a machine with the invalid name %q", m.Name)
