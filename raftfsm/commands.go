@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,6 +126,22 @@ func Encode(c Command) ([]byte, error) {
 	return append(out, body...), nil
 }
 
+// decodeStrict decodes a JSON body, refusing fields the command does not
+// know: a body from a newer writer that this node would otherwise read
+// with a field silently dropped stops it instead (versions say what is
+// optional, not the decoder).
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the body")
+	}
+	return nil
+}
+
 // errUnknownIgnorable marks an entry a node skips on purpose.
 var errUnknownIgnorable = errors.New("unknown ignorable command")
 
@@ -150,7 +167,7 @@ func Decode(b []byte) (Command, error) {
 	if bc, ok := c.(bodyCodec); ok {
 		err = bc.unmarshalBody(v, b[headerLen:])
 	} else {
-		err = json.Unmarshal(b[headerLen:], c)
+		err = decodeStrict(b[headerLen:], c)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decode command %s: %w", info.name, err)

@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"time"
@@ -275,7 +274,7 @@ const minGrantBytes, minReleaseBytes = 6, 4
 
 func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
 	if version == 1 {
-		if err := json.Unmarshal(b, c); err != nil {
+		if err := decodeStrict(b, c); err != nil {
 			return err
 		}
 		// Version 2 carries no IPv6 zone (DHCPv4 leases never have one):

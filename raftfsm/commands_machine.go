@@ -503,13 +503,13 @@ func (c *Commission) marshalBody() ([]byte, error) {
 
 func (c *Commission) unmarshalBody(version uint8, b []byte) error {
 	if version == 1 {
-		return json.Unmarshal(b, c)
+		return decodeStrict(b, c)
 	}
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
 		return fmt.Errorf("commission body: bad header length")
 	}
-	if err := json.Unmarshal(b[k:k+int(n)], c); err != nil {
+	if err := decodeStrict(b[k:k+int(n)], c); err != nil {
 		return err
 	}
 	c.Inventory = append(json.RawMessage(nil), b[k+int(n):]...)

@@ -363,3 +363,20 @@ func TestCommissionVersion1StillDecodes(t *testing.T) {
 		t.Fatalf("v2 round trip: %v", err)
 	}
 }
+
+// A body with a field this node does not know is refused, not read with
+// the field dropped: a newer writer's format must not half-apply here.
+func TestDecodeRefusesUnknownFields(t *testing.T) {
+	for name, entry := range map[string][]byte{
+		"json body":         append([]byte{byte(TypeMachineCreate), 1}, `{"id":"m-000000000001","now":"2026-11-30T08:00:00Z","colour":"red"}`...),
+		"trailing data":     append([]byte{byte(TypeMachineCreate), 1}, `{"id":"m-000000000001","now":"2026-11-30T08:00:00Z"}{}`...),
+		"commission header": append([]byte{byte(TypeCommission), 3, 27}, `{"new_id":"m-1","colour":1}`...),
+	} {
+		if _, err := Decode(entry); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	if _, err := Decode(append([]byte{byte(TypeMachineCreate), 1}, `{"id":"m-000000000001","now":"2026-11-30T08:00:00Z"}`...)); err != nil {
+		t.Fatalf("a known body: %v", err)
+	}
+}
