@@ -152,7 +152,7 @@ function showHealth() {
   if (!el || !health) return;
   el.replaceChildren(
     h('span', { class: `dot ${health.ok ? 'ok' : 'bad'}`, 'aria-hidden': 'true' }),
-    h('span', {}, `${health.node}`, h('span', { class: 'sr-only' }, health.ok ? ', healthy' : ', no leader')));
+    h('span', {}, `${health.node}`, h('span', { class: 'sr-only' }, health.ok ? ', healthy' : `, unhealthy: ${health.reason || 'no leader'}`)));
   el.title = `node ${health.node}, leader ${health.leader || 'none'}, applied index ${health.applied_index}`;
 }
 
@@ -203,10 +203,15 @@ async function start() {
     if (hr.status === 'rejected') {
       const e = hr.reason;
       health = e instanceof APIError && e.status === 503 && e.body && 'ok' in e.body ? e.body : null;
-      noLeader(health, e);
-      return;
+      // Unhealthy with a leader (a part failed, the node is catching up or
+      // its store is damaged): the pages work and the overview says why.
+      if (!health || !health.leader) {
+        noLeader(health, e);
+        return;
+      }
+    } else {
+      health = hr.value.data;
     }
-    health = hr.value.data;
     if (dr.status === 'rejected') {
       if (dr.reason.status !== 401) noLeader(null, dr.reason); // 401: the handler shows the sign-in page
       return;

@@ -62,7 +62,7 @@ export function mount(main) {
       const nodes = new Map((cv.nodes || []).map((n) => [n.name, n]));
       clusterBox.replaceChildren(
         h('dl', { class: 'facts inline' },
-          h('dt', {}, 'Health'), h('dd', {}, h('span', { class: `badge ${health.ok ? 'ok' : 'bad'}` }, health.ok ? 'ok' : 'no leader')),
+          h('dt', {}, 'Health'), h('dd', {}, h('span', { class: `badge ${health.ok ? 'ok' : 'bad'}` }, health.ok ? 'ok' : (health.reason || 'no leader'))),
           h('dt', {}, 'Leader'), h('dd', {}, cv.leader || 'none'),
           h('dt', {}, 'This node'), h('dd', {}, `${cv.node} (${health.state || '?'})`),
           h('dt', {}, 'Applied index'), h('dd', {}, num(health.applied_index))),
@@ -70,13 +70,17 @@ export function mount(main) {
           { label: 'Node', get: (m) => m.id },
           { label: 'Role', get: (m) => (m.leader ? h('span', { class: 'badge ok' }, 'leader') : m.voter ? 'voter' : 'non-voter') },
           { label: 'Reachable', get: (m) => (m.reachable ? 'yes' : h('span', { class: 'bad' }, m.error || 'no')) },
-          { label: 'Raft state', get: (m) => m.status?.state },
+          { label: 'Raft state', get: (m) => (m.status?.diverged ? h('span', { class: 'bad', title: m.status.diverged }, 'damaged store') : m.status?.state) },
+          { label: 'Parts failed', get: (m) => {
+            const bad = (m.status?.parts || []).filter((p) => p.state === 'failed');
+            return bad.length ? h('span', { class: 'bad' }, bad.map((p) => `${p.name}: ${p.error}`).join('; ')) : 'none';
+          } },
           { label: 'Applied', get: (m) => num(m.status?.applied_index), cls: 'num' },
           { label: 'Last contact', get: (m) => (m.status?.last_contact ? ago(m.status.last_contact) : '—') },
           { label: 'API', get: (m) => nodes.get(m.id)?.http_addr || '—' },
         ], cv.members || []),
         h('p', { class: 'muted small fingerprint' }, `CA fingerprint ${cv.ca_fingerprint}`));
-      if (!health.ok) window.dispatchEvent(new Event('rollcall:unhealthy'));
+      if (!health.leader) window.dispatchEvent(new Event('rollcall:unhealthy'));
     } catch (e) {
       if (e.name !== 'AbortError') clusterBox.replaceChildren(errorBox(e));
     }
