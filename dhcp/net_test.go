@@ -141,20 +141,7 @@ case $reason in BOUND|RENEW|REBIND|REBOOT) ip addr replace $new_ip_address/$new_
 	conf := filepath.Join(l.dir, "dhclient.conf")
 	os.WriteFile(conf, []byte("request subnet-mask, broadcast-address, routers, domain-name, domain-name-servers, interface-mtu;\n"), 0o644)
 	args := []string{"dhclient", "-4", "-d", "-v", "-cf", conf, "-sf", hook, "-lf", filepath.Join(l.dir, "leases"), "-pf", filepath.Join(l.dir, "pid")}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := l.cli.cmd(ctx, append(args, "cli0")...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("dhclient output:\n%s\nevents:\n%s", out.String(), strings.Join(readLines(events), "\n"))
-		}
-	})
+	startClient(t, l.cli, events, append(args, "cli0")...)
 
 	eventually(t, 20*time.Second, "dhclient BOUND", func() bool { _, ok := hasLine(events, "BOUND"); return ok })
 	bound, _ := hasLine(events, "BOUND")
@@ -184,6 +171,8 @@ case $reason in BOUND|RENEW|REBIND|REBOOT) ip addr replace $new_ip_address/$new_
 		return ok && l2.Expires.After(first.Expires)
 	})
 
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	rel := l.cli.cmd(ctx, append(append([]string{}, args[:1]...), append([]string{"-r"}, append(args[2:], "cli0")...)...)...)
 	if b, err := rel.CombinedOutput(); err != nil {
 		t.Fatalf("dhclient -r: %v\n%s", err, b)
@@ -199,15 +188,7 @@ func TestUdhcpc(t *testing.T) {
 	hook, events := script(t, l.dir, `echo "$1 ip=$ip subnet=$subnet router=$router dns=$dns domain=$domain mtu=$mtu lease=$lease serverid=$serverid" >> LOG
 case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) ip addr flush dev $interface ;; esac
 `)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := l.cli.cmd(ctx, "udhcpc", "-f", "-i", "cli0", "-s", hook, "-t", "5", "-T", "1", "-A", "1", "-O", "mtu", "-O", "domain")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd := startClient(t, l.cli, events, "udhcpc", "-f", "-i", "cli0", "-s", hook, "-t", "5", "-T", "1", "-A", "1", "-O", "mtu", "-O", "domain")
 	eventually(t, 20*time.Second, "udhcpc bound", func() bool { _, ok := hasLine(events, "bound"); return ok })
 	bound, _ := hasLine(events, "bound")
 	for _, want := range []string{"subnet=255.255.255.0", "router=10.213.1.1", "dns=10.213.1.1", "domain=lab.example", "mtu=1500", "lease=3600", "serverid=10.213.1.1"} {
@@ -217,9 +198,6 @@ case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) 
 	}
 	ip := regexp.MustCompile(`ip=(\S+)`).FindStringSubmatch(bound)[1]
 	l.udhcpcRenewRelease(t, cmd, events, netip.MustParseAddr(ip))
-	if t.Failed() {
-		t.Logf("udhcpc output:\n%s", out.String())
-	}
 }
 
 // TestUdhcpcManyDNS: on a subnet with 100 DNS servers the full OFFER is
@@ -235,20 +213,7 @@ func TestUdhcpcManyDNS(t *testing.T) {
 	hook, events := script(t, l.dir, `echo "$1 ip=$ip subnet=$subnet router=$router dns=$dns domain=$domain lease=$lease serverid=$serverid" >> LOG
 case $1 in bound|renew) ip addr replace $ip/$subnet dev $interface ;; deconfig) ip addr flush dev $interface ;; esac
 `)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := l.cli.cmd(ctx, "udhcpc", "-f", "-i", "cli0", "-s", hook, "-t", "5", "-T", "1", "-A", "1", "-O", "domain")
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("udhcpc output:\n%s\nevents:\n%s", out.String(), strings.Join(readLines(events), "\n"))
-		}
-	})
+	startClient(t, l.cli, events, "udhcpc", "-f", "-i", "cli0", "-s", hook, "-t", "5", "-T", "1", "-A", "1", "-O", "domain")
 	eventually(t, 20*time.Second, "udhcpc bound", func() bool { _, ok := hasLine(events, "bound"); return ok })
 	bound, _ := hasLine(events, "bound")
 	for _, want := range []string{"subnet=255.255.255.0", "router=10.213.1.1", "domain=lab.example", "lease=3600", "serverid=10.213.1.1"} {

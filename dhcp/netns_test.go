@@ -142,3 +142,26 @@ func eventually(t testing.TB, within time.Duration, what string, f func() bool) 
 	}
 	t.Fatalf("timed out after %s waiting for %s", within, what)
 }
+
+// startClient runs a DHCP client (args) in ns until the test ends; when the
+// test fails, the client's output and its hook's events are logged.
+func startClient(t *testing.T, ns *testNS, events string, args ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	cmd := ns.cmd(ctx, args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		cancel()
+		if t.Failed() {
+			t.Logf("%s output:\n%s\nevents:\n%s", args[0], out.String(), strings.Join(readLines(events), "\n"))
+		}
+	})
+	return cmd
+}
