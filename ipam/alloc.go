@@ -2,7 +2,6 @@ package ipam
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -101,7 +100,7 @@ func PickSkipping(tx *store.Tx, p netip.Prefix, skip func(netip.Addr) bool) (net
 			return a, nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("subnet %s: %w for auto allocation (static ranges or host addresses outside dynamic/reserved are all used): %w", p, ErrFull, store.ErrConflict)
+	return netip.Addr{}, store.Errorf(store.ErrConflict, "subnet %s: %w for auto allocation (static ranges or host addresses outside dynamic/reserved are all used)", p, ErrFull)
 }
 
 // nextUsable is the first address of [from, to] that is free and is neither
@@ -146,7 +145,7 @@ func SubnetOf(tx *store.Tx, a netip.Addr) (store.Subnet, error) {
 			return s, nil
 		}
 	}
-	return store.Subnet{}, fmt.Errorf("address %s is in no known subnet: %w", a, store.ErrNotFound)
+	return store.Subnet{}, store.Errorf(store.ErrNotFound, "address %s is in no known subnet", a)
 }
 
 // Claim records an address after checking, against the state it is applied

@@ -9,7 +9,6 @@
 package ipam
 
 import (
-	"fmt"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -21,11 +20,11 @@ import (
 var labelPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 
 func invalid(format string, a ...any) error {
-	return fmt.Errorf(format+": %w", append(a, store.ErrInvalid)...)
+	return store.Errorf(store.ErrInvalid, format, a...)
 }
 
 func conflict(format string, a ...any) error {
-	return fmt.Errorf(format+": %w", append(a, store.ErrConflict)...)
+	return store.Errorf(store.ErrConflict, format, a...)
 }
 
 // CheckFabric validates a new fabric.

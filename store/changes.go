@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // The change log: every record a command writes or deletes is noted under
@@ -32,7 +31,7 @@ type Change struct {
 
 // ErrChangesTruncated means changes after the requested index are no longer
 // all in the log.
-var ErrChangesTruncated = fmt.Errorf("change log no longer reaches that far back: %w", ErrNotFound)
+var ErrChangesTruncated = Errorf(ErrNotFound, "change log no longer reaches that far back")
 
 func (t *Tx) logChange(table, key, op string) error {
 	b := t.tx.Bucket(bucketChanges)

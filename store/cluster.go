@@ -66,7 +66,7 @@ func (t *Tx) Identity() (ClusterIdentity, error) {
 // PutIdentity records the cluster identity. It is written once.
 func (t *Tx) PutIdentity(id ClusterIdentity) error {
 	if _, err := t.Identity(); err == nil {
-		return fmt.Errorf("cluster identity already set: %w", ErrConflict)
+		return Errorf(ErrConflict, "cluster identity already set")
 	}
 	if err := t.putJSON(bucketCluster, keyIdentity, id); err != nil {
 		return err
@@ -133,7 +133,7 @@ func (t *Tx) NodeRemoved(name string) bool {
 // codes are pruned here, so the table stays small without a timer.
 func (t *Tx) AddJoinCode(j JoinCode, now time.Time) error {
 	if _, err := hex.DecodeString(j.SecretHash); err != nil || len(j.SecretHash) != 64 {
-		return fmt.Errorf("join code hash must be 64 hex digits: %w", ErrInvalid)
+		return Errorf(ErrInvalid, "join code hash must be 64 hex digits")
 	}
 	var n int
 	var stale []string
@@ -154,7 +154,7 @@ func (t *Tx) AddJoinCode(j JoinCode, now time.Time) error {
 		}
 	}
 	if n >= joinCodeLimit {
-		return fmt.Errorf("too many outstanding join codes (%d): %w", n, ErrConflict)
+		return Errorf(ErrConflict, "too many outstanding join codes (%d)", n)
 	}
 	return t.putJSON(bucketCluster, prefixJoin+j.SecretHash, j)
 }
@@ -165,7 +165,7 @@ func (t *Tx) AddJoinCode(j JoinCode, now time.Time) error {
 func (t *Tx) UseJoinCode(secretHash, node string, now time.Time) error {
 	var j JoinCode
 	if err := t.getJSON(bucketCluster, prefixJoin+secretHash, &j); err != nil {
-		return fmt.Errorf("join code is not known to this cluster: %w", ErrForbidden)
+		return Errorf(ErrForbidden, "join code is not known to this cluster")
 	}
 	if j.UsedBy != "" && j.UsedBy == node && !now.After(j.Expires) {
 		// The same node asking again (its first answer was lost): the
@@ -173,10 +173,10 @@ func (t *Tx) UseJoinCode(secretHash, node string, now time.Time) error {
 		return nil
 	}
 	if j.UsedBy != "" {
-		return fmt.Errorf("join code was already used (by %s at %s): %w", j.UsedBy, j.Used.UTC().Format(time.RFC3339), ErrForbidden)
+		return Errorf(ErrForbidden, "join code was already used (by %s at %s)", j.UsedBy, j.Used.UTC().Format(time.RFC3339))
 	}
 	if now.After(j.Expires) {
-		return fmt.Errorf("join code expired at %s: %w", j.Expires.UTC().Format(time.RFC3339), ErrForbidden)
+		return Errorf(ErrForbidden, "join code expired at %s", j.Expires.UTC().Format(time.RFC3339))
 	}
 	j.UsedBy, j.Used = node, now
 	if err := t.putJSON(bucketCluster, prefixJoin+secretHash, j); err != nil {

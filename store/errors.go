@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinels that callers check with errors.Is. The API maps each to one HTTP
 // status; they travel between nodes by name (see Code and FromCode).
@@ -33,21 +36,61 @@ func Code(err error) string {
 	return "internal"
 }
 
-// FromCode rebuilds an error that arrived from another node as a code and a
-// message, so that errors.Is still works on it.
+// Error is a refusal written for the operator: which record, which rule.
+// Its Public text is what the API may answer (the model is Tailscale's
+// vizerror: the text is chosen where the error is made, never cut out of
+// an error chain later); Error adds the kind for logs, as
+// fmt.Errorf("…: %w", ErrConflict) did.
+type Error struct {
+	kind    error  // one of the sentinels above
+	msg     string // for the operator
+	wrapped error  // a %w in the format, if any
+}
+
+// Errorf makes an Error of one of the sentinel kinds. The format may wrap
+// another error with %w (it stays reachable by errors.Is and errors.As).
+func Errorf(kind error, format string, a ...any) error {
+	e := fmt.Errorf(format, a...)
+	return &Error{kind: kind, msg: e.Error(), wrapped: errors.Unwrap(e)}
+}
+
+func (e *Error) Error() string { return e.msg + ": " + e.kind.Error() }
+
+// Public is the text written for the operator. A not-found message names
+// the record and the kind completes it ("machine \"x\": not found"); the
+// other kinds are the status code's to say.
+func (e *Error) Public() string {
+	if e.kind == ErrNotFound {
+		return e.Error()
+	}
+	return e.msg
+}
+
+// Unwrap gives the kind (for errors.Is) and any wrapped error.
+func (e *Error) Unwrap() []error {
+	if e.wrapped != nil {
+		return []error{e.kind, e.wrapped}
+	}
+	return []error{e.kind}
+}
+
+// Public returns the operator's text of the first Error in err's chain, or
+// "" when err carries none (a bare sentinel, or an internal failure).
+func Public(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Public()
+	}
+	return ""
+}
+
+// FromCode rebuilds an error that arrived from another node as a code and
+// its public message, so that errors.Is and Public still work on it.
 func FromCode(code, message string) error {
 	for _, c := range codes {
 		if c.code == code {
-			return &remoteError{msg: message, sentinel: c.err}
+			return &Error{kind: c.err, msg: message}
 		}
 	}
 	return errors.New(message)
 }
-
-type remoteError struct {
-	msg      string
-	sentinel error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.sentinel }

@@ -33,7 +33,7 @@ func (t *Tx) ForEachEvent(fn func(changeKey string, seq uint32, e Event) error) 
 func EventSeq(changeKey string) (uint32, error) {
 	k, err := hex.DecodeString(changeKey)
 	if err != nil || len(k) < 13 {
-		return 0, fmt.Errorf("event key %q: %w", changeKey, ErrInvalid)
+		return 0, Errorf(ErrInvalid, "event key %q", changeKey)
 	}
 	return binary.BigEndian.Uint32(k[len(k)-4:]), nil
 }

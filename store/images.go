@@ -51,7 +51,7 @@ var imageNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?
 // segment, so it is a lowercase label.
 func ValidImageName(s string) error {
 	if !imageNamePattern.MatchString(s) || s == "." || s == ".." {
-		return fmt.Errorf("image name %q must be lowercase letters, digits, '.', '_' or '-' (1 to 63, not starting with a dot): %w", s, ErrInvalid)
+		return Errorf(ErrInvalid, "image name %q must be lowercase letters, digits, '.', '_' or '-' (1 to 63, not starting with a dot)", s)
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (t *Tx) LeaseBlock(first netip.Addr) (LeaseBlock, error) {
 	var b LeaseBlock
 	v := t.tx.Bucket(bucketLeaseBlocks).Get(addrKey(first))
 	if v == nil {
-		return b, fmt.Errorf("lease block %s: %w", first, ErrNotFound)
+		return b, Errorf(ErrNotFound, "lease block %s", first)
 	}
 	return b, decodeLeaseBlock(v, &b)
 }
@@ -145,7 +145,7 @@ func (t *Tx) Lease(a netip.Addr) (Lease, error) {
 	var l Lease
 	v := t.tx.Bucket(bucketLeases).Get(addrKey(a))
 	if v == nil {
-		return l, fmt.Errorf("lease %s: %w", a, ErrNotFound)
+		return l, Errorf(ErrNotFound, "lease %s", a)
 	}
 	return l, decodeLease(v, &l)
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"net"
 )
 
@@ -12,13 +11,13 @@ import (
 func CheckMachineMAC(mac string) error {
 	hw, err := net.ParseMAC(mac)
 	if err != nil || len(hw) != 6 {
-		return fmt.Errorf("mac %q is not a 48-bit MAC address: %w", clipMAC(mac), ErrInvalid)
+		return Errorf(ErrInvalid, "mac %q is not a 48-bit MAC address", clipMAC(mac))
 	}
 	switch {
 	case hw[0]&1 == 1:
-		return fmt.Errorf("mac %s is a broadcast or multicast address, not a NIC's: %w", mac, ErrInvalid)
+		return Errorf(ErrInvalid, "mac %s is a broadcast or multicast address, not a NIC's", mac)
 	case hw[0]|hw[1]|hw[2]|hw[3]|hw[4]|hw[5] == 0:
-		return fmt.Errorf("mac %s is all zeros, not a NIC's: %w", mac, ErrInvalid)
+		return Errorf(ErrInvalid, "mac %s is all zeros, not a NIC's", mac)
 	}
 	return nil
 }

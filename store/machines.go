@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"regexp"
 	"strings"
@@ -67,15 +66,15 @@ var States = []string{StateNew, StateCommissioning, StateReady}
 func CheckTransition(from, to string) error {
 	allowed, ok := Transitions[from]
 	if !ok {
-		return fmt.Errorf("machine in unknown state %q: %w", from, ErrTransition)
+		return Errorf(ErrTransition, "machine in unknown state %q", from)
 	}
 	for _, s := range allowed {
 		if s == to {
 			return nil
 		}
 	}
-	return fmt.Errorf("cannot move from %s to %s (allowed from %s: %s): %w",
-		from, to, from, strings.Join(allowed, ", "), ErrTransition)
+	return Errorf(ErrTransition, "cannot move from %s to %s (allowed from %s: %s)",
+		from, to, from, strings.Join(allowed, ", "))
 }
 
 // Machine is a server Rollcall knows.
@@ -111,7 +110,7 @@ func ValidMachineID(s string) bool { return machineIDPattern.MatchString(s) }
 func NormalizeMAC(s string) (string, error) {
 	hw, err := net.ParseMAC(strings.TrimSpace(s))
 	if err != nil || len(hw) != 6 {
-		return "", fmt.Errorf("mac %q is not a 48-bit MAC address: %w", clipMAC(s), ErrInvalid)
+		return "", Errorf(ErrInvalid, "mac %q is not a 48-bit MAC address", clipMAC(s))
 	}
 	return hw.String(), nil
 }
@@ -122,10 +121,10 @@ var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // hyphens, at most 63 characters), and not something that looks like an ID.
 func ValidName(s string) error {
 	if !namePattern.MatchString(s) {
-		return fmt.Errorf("name %q must be a DNS label: lowercase letters, digits and '-', 1 to 63 characters: %w", s, ErrInvalid)
+		return Errorf(ErrInvalid, "name %q must be a DNS label: lowercase letters, digits and '-', 1 to 63 characters", s)
 	}
 	if ValidMachineID(s) {
-		return fmt.Errorf("name %q has the form of a machine ID: %w", s, ErrInvalid)
+		return Errorf(ErrInvalid, "name %q has the form of a machine ID", s)
 	}
 	return nil
 }
@@ -137,7 +136,7 @@ func (t *Tx) Machine(id string) (Machine, error) {
 	var m Machine
 	if err := t.getJSON(bucketMachines, id, &m); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return m, fmt.Errorf("machine %q: %w", id, ErrNotFound)
+			return m, Errorf(ErrNotFound, "machine %q", id)
 		}
 		return m, err
 	}
@@ -152,7 +151,7 @@ func (t *Tx) MachineByRef(ref string) (Machine, error) {
 	if ids := t.lookup(bucketMachineByName, ref); len(ids) > 0 {
 		return t.Machine(ids[0])
 	}
-	return Machine{}, fmt.Errorf("machine %q: %w", ref, ErrNotFound)
+	return Machine{}, Errorf(ErrNotFound, "machine %q", ref)
 }
 
 // MachineIDsByMAC returns the machines that have this MAC.
@@ -222,7 +221,7 @@ func (t *Tx) PutMachine(m Machine) error {
 		return ErrReadOnly
 	}
 	if !ValidMachineID(m.ID) {
-		return fmt.Errorf("machine id %q: %w", m.ID, ErrInvalid)
+		return Errorf(ErrInvalid, "machine id %q", m.ID)
 	}
 	old, err := t.Machine(m.ID)
 	exists := err == nil
@@ -232,14 +231,14 @@ func (t *Tx) PutMachine(m Machine) error {
 	if m.Name != "" {
 		for _, id := range t.lookup(bucketMachineByName, m.Name) {
 			if id != m.ID {
-				return fmt.Errorf("name %q is taken by %s: %w", m.Name, id, ErrConflict)
+				return Errorf(ErrConflict, "name %q is taken by %s", m.Name, id)
 			}
 		}
 	}
 	for _, mac := range m.MACs {
 		for _, id := range t.lookup(bucketMachineByMAC, mac) {
 			if id != m.ID {
-				return fmt.Errorf("mac %s belongs to %s: %w", mac, id, ErrConflict)
+				return Errorf(ErrConflict, "mac %s belongs to %s", mac, id)
 			}
 		}
 	}
@@ -338,7 +337,7 @@ func (t *Tx) MachineIDsByIP(ip string) []string { return t.lookup(bucketMachineB
 func (t *Tx) Inventory(id string) ([]byte, error) {
 	b := t.tx.Bucket(bucketInventory).Get([]byte(id))
 	if b == nil {
-		return nil, fmt.Errorf("inventory of %q: %w", id, ErrNotFound)
+		return nil, Errorf(ErrNotFound, "inventory of %q", id)
 	}
 	return ExpandDocument(b)
 }
@@ -447,11 +446,11 @@ func (t *Tx) EventByChangeKey(key string) (Event, error) {
 	var e Event
 	k, err := hex.DecodeString(key)
 	if err != nil {
-		return e, fmt.Errorf("event key %q: %w", key, ErrInvalid)
+		return e, Errorf(ErrInvalid, "event key %q", key)
 	}
 	b := t.tx.Bucket(bucketEvents).Get(k)
 	if b == nil {
-		return e, fmt.Errorf("event %q: %w", key, ErrNotFound)
+		return e, Errorf(ErrNotFound, "event %q", key)
 	}
 	return e, json.Unmarshal(b, &e)
 }

@@ -180,7 +180,7 @@ func (t *Tx) netDel(key string) error {
 func (t *Tx) NetRecord(key string, v any) error {
 	k, err := hex.DecodeString(key)
 	if err != nil {
-		return fmt.Errorf("network record key %q: %w", key, ErrInvalid)
+		return Errorf(ErrInvalid, "network record key %q", key)
 	}
 	return t.getJSON(bucketNet, string(k), v)
 }
@@ -279,7 +279,7 @@ func (t *Tx) Address(a netip.Addr) (Address, error) {
 	var rec Address
 	b := t.tx.Bucket(bucketAddresses).Get(addrKey(a))
 	if b == nil {
-		return rec, fmt.Errorf("address %s: %w", a, ErrNotFound)
+		return rec, Errorf(ErrNotFound, "address %s", a)
 	}
 	return rec, json.Unmarshal(b, &rec)
 }
@@ -300,7 +300,7 @@ func (t *Tx) PutAddress(a Address) error {
 		if who == "" {
 			who = old.Name
 		}
-		return fmt.Errorf("address %s is already in use (%s %s): %w", a.IP, old.How, who, ErrConflict)
+		return Errorf(ErrConflict, "address %s is already in use (%s %s)", a.IP, old.How, who)
 	}
 	a.Index = t.Index
 	b, err := json.Marshal(a)
