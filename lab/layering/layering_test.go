@@ -103,6 +103,7 @@ var rules = map[string]rule{
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "power/powertest", "power/redfish/redfishtest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
+	"appliance/httpapi":      {why: "the REST API: handlers over the store; the store's refusals carry their public text", imports: []string{"store"}},
 	"appliance/connlimit":    {why: "connection limits for the node's HTTP servers: a leaf"},
 	"appliance/pki":          {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
 	"appliance/console": {why: "an API client: the store's types for what the API answers, never the node itself",
