@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,78 +22,6 @@ import (
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite golden files")
-
-// The templates alone, against golden files: one per action, for the iPXE
-// script (testdata/boot/*.ipxe) and the pxelinux file (*.pxelinux), which
-// see the same data.
-func TestBootTemplateGolden(t *testing.T) {
-	base := BootData{
-		MAC: "52:54:00:12:34:56", Kernel: "http://10.0.0.2:8080/images/commissioning/kernel",
-		Initrd: "http://10.0.0.2:8080/images/commissioning/initrd",
-		Args:   "rollcall.server=http://10.0.0.2:8080 rollcall.token=TOKEN rollcall.ca=FINGERPRINT console=ttyS0",
-		Retry:  "http://10.0.0.2:8080/boot/ipxe?mac=${mac}",
-	}
-	cases := map[string]BootData{
-		"commission-unknown": {Action: "commission"},
-		"commission-new":     {Action: "commission", Machine: "m-0123456789ab", State: store.StateNew},
-		"poweroff-ready":     {Action: "poweroff", Machine: "m-0123456789ab", State: store.StateReady},
-		"local-deployed":     {Action: "local", Machine: "m-0123456789ab", State: "deployed"},
-		"wait-no-image":      {Action: "wait", Message: `no image "commissioning" yet`},
-	}
-	for file, ext := range map[string]string{"boot.ipxe": ".ipxe", "pxelinux.cfg": ".pxelinux"} {
-		tmpl, err := loadTemplate(t.TempDir(), file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, d := range cases {
-			t.Run(file+"/"+name, func(t *testing.T) {
-				d.MAC, d.Kernel, d.Initrd, d.Args, d.Retry = base.MAC, base.Kernel, base.Initrd, base.Args, base.Retry
-				if d.Action == "poweroff" && ext == ".pxelinux" {
-					d.Kernel, d.Initrd, d.Args = "", "", "" // poweroff.c32 needs no image
-				}
-				var buf bytes.Buffer
-				if err := tmpl.Execute(&buf, d); err != nil {
-					t.Fatal(err)
-				}
-				golden := filepath.Join("testdata", "boot", name+ext)
-				if *updateGolden {
-					os.WriteFile(golden, buf.Bytes(), 0o644)
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create)", err)
-				}
-				if !bytes.Equal(buf.Bytes(), want) {
-					t.Fatalf("%s differs from %s:\n%s", file, golden, buf.String())
-				}
-			})
-		}
-	}
-}
-
-func TestBootTemplateOverride(t *testing.T) {
-	for file, header := range map[string]string{"boot.ipxe": "#!ipxe\n", "pxelinux.cfg": "DEFAULT x\n"} {
-		dir := t.TempDir()
-		os.MkdirAll(filepath.Join(dir, "templates"), 0o755)
-		os.WriteFile(filepath.Join(dir, "templates", file), []byte(header+"echo custom {{ .MAC }}\n"), 0o644)
-		tmpl, err := loadTemplate(dir, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		tmpl.Execute(&buf, BootData{MAC: "52:54:00:00:00:01"})
-		if buf.String() != header+"echo custom 52:54:00:00:00:01\n" {
-			t.Fatalf("%s: override not used: %q", file, buf.String())
-		}
-		// A broken override fails at start with its file name, not at boot.
-		os.WriteFile(filepath.Join(dir, "templates", file), []byte("{{ .Nope }}"), 0o644)
-		if _, err := loadTemplate(dir, file); err == nil || !strings.Contains(err.Error(), file) {
-			t.Fatalf("%s: broken override accepted: %v", file, err)
-		}
-	}
-}
 
 // clusterNode is one node of an in-process test cluster.
 type clusterNode struct {
@@ -269,15 +196,15 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 	// rotten one of the same size; node2's is good.
 	sum := sha256.Sum256(kernel)
 	blob := hex.EncodeToString(sum[:])
-	os.WriteFile(nodes[0].blobPath(blob), bytes.Repeat([]byte("x"), len(kernel)), 0o644)
-	os.Remove(nodes[2].blobPath(blob))
-	before := testutil.ToFloat64(nodes[2].imageRefused)
+	os.WriteFile(nodes[0].blobs.Path(blob), bytes.Repeat([]byte("x"), len(kernel)), 0o644)
+	os.Remove(nodes[2].blobs.Path(blob))
+	before := testutil.ToFloat64(nodes[2].bootCounters.ImageRefused)
 	waitFor(t, "node3 to fetch the kernel again", func() bool {
-		nodes[2].wakeImageSync()
-		b, err := os.ReadFile(nodes[2].blobPath(blob))
+		nodes[2].boot.WakeSync()
+		b, err := os.ReadFile(nodes[2].blobs.Path(blob))
 		return err == nil && bytes.Equal(b, kernel)
 	})
-	if testutil.ToFloat64(nodes[2].imageRefused) <= before {
+	if testutil.ToFloat64(nodes[2].bootCounters.ImageRefused) <= before {
 		t.Fatal("the rotten copy was not refused (no failed fetch counted)")
 	}
 
@@ -334,8 +261,6 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 // /boot/ipxe.efi); any other name, and an allow-listed name that is not a
 // regular file, is 404.
 func TestBootLoaderFiles(t *testing.T) {
-	nodes, _ := startCluster(t, 1)
-	n := nodes[0].Node
 	dir, outside := t.TempDir(), t.TempDir()
 	efi := bytes.Repeat([]byte("ipxe-efi-"), 5000)
 	if err := os.WriteFile(filepath.Join(outside, "ipxe.efi"), efi, 0o644); err != nil {
@@ -353,7 +278,8 @@ func TestBootLoaderFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("no"), 0o644)
-	n.conf.IPXEDir = dir
+	conf, _ := json.Marshal(FileConfig{IPXEDir: dir})
+	n, _, _ := startTestNodeWith(t, testNodeOptions{config: string(conf)})
 
 	var got []byte
 	if code := call(t, n, "", http.MethodGet, "/boot/ipxe.efi", "", &got); code != http.StatusOK || !bytes.Equal(got, efi) {

@@ -2,27 +2,20 @@ package appliance
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
-	"github.com/rollcall/rollcall/tftp"
 )
 
 // LeaseReplicator turns the DHCP service's writes into replicated commands:
@@ -299,37 +292,4 @@ func tftpAddrs(nets []dhcp.Network) []string {
 		}
 	}
 	return out
-}
-
-// bootLoaders are the iPXE binaries UEFI HTTP boot fetches from /boot/FILE.
-var bootLoaders = append([]string{"ipxe-arm64.efi"}, tftp.IPXEFiles...)
-
-// getBootLoader serves GET /boot/:file: an allow-listed iPXE binary from
-// ipxe_dir, for UEFI HTTP boot clients (TFTP serves the same files).
-func (n *Node) getBootLoader(c *gin.Context) {
-	name := c.Param("file")
-	if !slices.Contains(bootLoaders, name) {
-		n.bootRefused.Inc()
-		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no such boot file (served: " + strings.Join(bootLoaders, ", ") + ")"})
-		return
-	}
-	dir := n.conf.IPXEDir
-	if dir == "" {
-		dir = tftp.DefaultIPXEDir
-	}
-	// The name is one of a fixed list, so it cannot leave dir; the file
-	// itself may be a symlink, followed as TFTP follows it only where it
-	// stays in dir or Debian's package directories (tftp.OpenFile):
-	// Debian's /usr/lib/ipxe/ipxe.efi links to /boot/ipxe.efi, which an
-	// os.Root refuses, and a link to the node's tokens must never be served.
-	f, _, err := tftp.OpenFile(filepath.Join(dir, name))
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			n.log.Warn("boot file refused", "file", name, "err", err)
-		}
-		n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: name + " is not installed on this node"})
-		return
-	}
-	defer f.Close()
-	http.ServeContent(sendfileWriter{c.Writer}, c.Request, name, time.Time{}, f)
 }

@@ -159,7 +159,7 @@ func (n *Node) announce(ctx context.Context, via string) error {
 func (n *Node) calls() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /open/v1/join", n.handleJoin)
-	mux.HandleFunc("GET /v1/blobs/{sha}", n.serveBlob)
+	mux.Handle("GET /v1/blobs/{sha}", n.blobs)
 	return mux
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,12 +20,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/template"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
@@ -103,12 +104,10 @@ type Node struct {
 	bgOnce       sync.Once
 	bg           context.Context
 	jobWake      chan struct{}
-	bootTmpl     *template.Template
-	pxelinuxTmpl *template.Template
-	imageSync    chan struct{}
-	bootRefused  prometheus.Counter
-	imageFetched prometheus.Counter
-	imageRefused prometheus.Counter
+	bootTmpl     *bootfiles.Templates
+	blobs        *bootfiles.Blobs
+	boot         *bootfiles.Server // boot scripts and files, image sync
+	bootCounters *bootfiles.Metrics
 	hintLimiter  *windowLimiter
 	waiters      atomic.Int64 // blocking queries in progress
 
@@ -157,7 +156,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), imageSync: make(chan struct{}, 1),
+	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), blobs: bootfiles.OpenBlobs(opts.DataDir),
 		jobWake: make(chan struct{}, 1), power: builtin.NewRegistry(),
 		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
@@ -172,10 +171,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n.conf = conf
-	if n.bootTmpl, err = loadBootTemplate(opts.DataDir); err != nil {
-		return nil, err
-	}
-	if n.pxelinuxTmpl, err = loadTemplate(opts.DataDir, "pxelinux.cfg"); err != nil {
+	if n.bootTmpl, err = bootfiles.LoadTemplates(opts.DataDir); err != nil {
 		return nil, err
 	}
 	db, err := store.Open(n.path(fileState))
@@ -233,11 +229,12 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.reg = prometheus.NewRegistry()
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	n.reg.MustRegister(n.cluster.Metrics.Collectors()...)
-	n.bootRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_boot_refused_total", Help: "Boot and image requests refused (bad MAC, unknown image or file)."})
-	n.imageFetched = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_image_files_fetched_total", Help: "Image files fetched from other nodes and verified."})
-	n.imageRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "rollcall_image_fetch_failures_total", Help: "Image file fetches refused (checksum mismatch) or failed."})
-	n.reg.MustRegister(n.bootRefused, n.imageFetched, n.imageRefused)
+	n.bootCounters = bootfiles.NewMetrics()
+	n.reg.MustRegister(n.bootCounters.Collectors()...)
 	n.reg.MustRegister(n.dhcpMetrics.Collectors()...)
+	if n.boot, err = n.newBootFiles(); err != nil {
+		return nil, err
+	}
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
 	}
@@ -271,7 +268,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 		n.sup.run("tftp", n.tftpPart([]string{t}, srv, errc))
 	}
-	n.sup.run("image-sync", func(ctx context.Context, _ *slog.Logger) error { n.syncImages(ctx); return ctx.Err() })
+	n.sup.run("image-sync", n.boot.Run)
 	n.sup.run("bmc-jobs", func(ctx context.Context, _ *slog.Logger) error { n.runJobs(ctx); return ctx.Err() })
 	n.sup.run("dhcp", n.runDHCP)
 	if n.conf.PostgresExport != nil {
@@ -421,6 +418,32 @@ func (n *Node) startCluster() error {
 	}
 	n.cluster = c
 	return nil
+}
+
+// newBootFiles builds the boot-file side from the node's configuration,
+// store and cluster.
+func (n *Node) newBootFiles() (*bootfiles.Server, error) {
+	fingerprint := ""
+	if ca, err := x509.ParseCertificate(n.caCert); err == nil {
+		fingerprint = pki.FingerprintHex(ca)
+	}
+	return bootfiles.New(bootfiles.Config{
+		DB: n.db, Cluster: n.cluster, Node: n.opts.Name, Blobs: n.blobs, Templates: n.bootTmpl, Metrics: n.bootCounters,
+		CommissionImage: n.conf.CommissionImage, CommissionAppend: n.conf.CommissionAppend,
+		IPXEDir: n.conf.IPXEDir, PXELinuxDir: n.conf.PXELinuxDir, SyslinuxDir: n.conf.SyslinuxDir,
+		HTTPAddr: n.HTTPAddr, HTTPSAddr: n.HTTPSAddr, CAFingerprint: fingerprint,
+		BootToken: func(mac string) (string, error) {
+			tok, _, err := n.mintBootToken(mac, time.Now(), bootTokenTTL)
+			return tok, err
+		},
+		Diverged: func() error {
+			if d := n.cluster.Diverged(); d != nil {
+				return errors.New(d.String())
+			}
+			return nil
+		},
+		Log: n.log,
+	})
 }
 
 // peerCheck refuses nodes that were removed from the cluster, whatever
@@ -653,11 +676,11 @@ func writeJSONFile(path string, v any, mode os.FileMode) error {
 const tftpOff = "off"
 
 // startTFTP starts a TFTP server on addrs: the iPXE binaries from ipxe_dir
-// (default Debian's /usr/lib/ipxe), lpxelinux.0 and its modules
-// (pxelinux.go), the pxelinux.cfg files it renders, and nothing else. It
+// (default Debian's /usr/lib/ipxe), lpxelinux.0 and its modules, the
+// pxelinux.cfg files bootfiles renders, and nothing else. It
 // returns once the server listens, with the channel its end arrives on.
 func (n *Node) startTFTP(ctx context.Context, addrs []string) (*tftp.Server, <-chan error, error) {
-	srv, err := tftp.New(tftp.Config{Addrs: addrs, Roots: n.tftpRoots(), Resolver: n.resolveTFTP})
+	srv, err := tftp.New(tftp.Config{Addrs: addrs, Roots: n.boot.TFTPRoots(), Resolver: n.boot.ResolveTFTP})
 	if err != nil {
 		return nil, nil, fmt.Errorf("tftp: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
@@ -65,8 +66,8 @@ func TestRealPXEBoot(t *testing.T) {
 	testenv.NeedFile(t, "iPXE binaries (Debian package ipxe)", filepath.Join(tftp.DefaultIPXEDir, "ipxe.efi"))
 	testenv.NeedFile(t, "QEMU's e1000 iPXE ROM (package ipxe-qemu)", "/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom")
 	testenv.NeedFile(t, "iPXE as a Linux kernel (package ipxe)", filepath.Join(tftp.DefaultIPXEDir, "ipxe.lkrn"))
-	testenv.NeedFile(t, "lpxelinux.0 (package pxelinux)", filepath.Join(defaultPXELinuxDir, "lpxelinux.0"))
-	testenv.NeedFile(t, "syslinux's BIOS modules (syslinux-common)", filepath.Join(defaultSyslinuxDir, "ldlinux.c32"))
+	testenv.NeedFile(t, "lpxelinux.0 (package pxelinux)", filepath.Join(bootfiles.DefaultPXELinuxDir, "lpxelinux.0"))
+	testenv.NeedFile(t, "syslinux's BIOS modules (syslinux-common)", filepath.Join(bootfiles.DefaultSyslinuxDir, "ldlinux.c32"))
 
 	// The network: namespace NS with bridge BR, QEMU's tap and the peer end
 	// of the node's veth in it.

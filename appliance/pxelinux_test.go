@@ -101,7 +101,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 	expect("pxelinux.cfg/default", "commission without a token") // 127.0.0.1 holds no lease
 
 	// What pxelinux asks before and after the MAC file, and bad names.
-	refusedBefore := testutil.ToFloat64(n.bootRefused)
+	refusedBefore := testutil.ToFloat64(n.bootCounters.BootRefused)
 	for _, name := range []string{
 		"pxelinux.cfg/b8945908-d6a6-41a9-611d-74a6ab80b83d", // UUID
 		"pxelinux.cfg/7F000001", "pxelinux.cfg/7F",          // hex IP, shortened
@@ -113,7 +113,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 			t.Errorf("%s was served:\n%s", name, got)
 		}
 	}
-	if got := testutil.ToFloat64(n.bootRefused) - refusedBefore; got != 0 {
+	if got := testutil.ToFloat64(n.bootCounters.BootRefused) - refusedBefore; got != 0 {
 		t.Errorf("names that are not MAC files counted as refused MACs: %v", got)
 	}
 	for _, name := range []string{"pxelinux.cfg/01-zz-zz-zz-zz-zz-zz", "pxelinux.cfg/01-", "pxelinux.cfg/01-52-54-00-12-34-56-78", "pxelinux.cfg/01-%35%32"} {
@@ -121,7 +121,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 			t.Errorf("%s: %v\n%s", name, err, got)
 		}
 	}
-	if got := testutil.ToFloat64(n.bootRefused) - refusedBefore; got != 4 {
+	if got := testutil.ToFloat64(n.bootCounters.BootRefused) - refusedBefore; got != 4 {
 		t.Errorf("rollcall_boot_refused_total rose by %v for 4 bad MACs", got)
 	}
 	if got := gauge(t, n.reg, "rollcall_tftp_refused_total", map[string]string{"reason": "not-found"}); got < 12 {

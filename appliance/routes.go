@@ -1,11 +1,14 @@
 package appliance
 
 import (
+	"errors"
+	"net/http"
 	"slices"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/webui"
 )
 
@@ -78,16 +81,34 @@ func (n *Node) coreRoutes() []route {
 
 func (n *Node) bootRoutes() []route {
 	return []route{
-		{"GET", "/boot/ipxe", authNone, "the iPXE script for a machine (?mac=), rendered from its state", nil, n.getBootIPXE},
-		{"GET", "/boot/:file", authNone, "an iPXE binary for UEFI HTTP boot (ipxe.efi, snponly.efi, undionly.kpxe, ipxe-arm64.efi)", nil, n.getBootLoader},
-		{"HEAD", "/boot/:file", authNone, "an iPXE binary's size (UEFI HTTP boot asks with HEAD first)", nil, n.getBootLoader},
-		{"GET", "/images/:name/:file", authNone, "an image file (kernel, initrd, squashfs); Range and HEAD supported", nil, n.serveImageFile},
-		{"HEAD", "/images/:name/:file", authNone, "an image file's size and ETag", nil, n.serveImageFile},
+		{"GET", "/boot/ipxe", authNone, "the iPXE script for a machine (?mac=), rendered from its state", nil, gin.WrapF(n.boot.ServeIPXE)},
+		{"GET", "/boot/:file", authNone, "an iPXE binary for UEFI HTTP boot (ipxe.efi, snponly.efi, undionly.kpxe, ipxe-arm64.efi)", nil, n.bootHandler(n.boot.ServeLoader)},
+		{"HEAD", "/boot/:file", authNone, "an iPXE binary's size (UEFI HTTP boot asks with HEAD first)", nil, n.bootHandler(n.boot.ServeLoader)},
+		{"GET", "/images/:name/:file", authNone, "an image file (kernel, initrd, squashfs); Range and HEAD supported", nil, n.bootHandler(n.boot.ServeImageFile)},
+		{"HEAD", "/images/:name/:file", authNone, "an image file's size and ETag", nil, n.bootHandler(n.boot.ServeImageFile)},
 		{"GET", "/api/v1/images", authAdmin, "boot images with their files and the nodes that hold them", nil, n.listImages},
 		{"POST", "/api/v1/images", authAdmin, "record an image from files uploaded to this node", imageRequest{}, n.postImage},
 		{"GET", "/api/v1/images/:name", authAdmin, "one image", nil, n.getImage},
 		{"DELETE", "/api/v1/images/:name", authAdmin, "forget an image", nil, n.deleteImage},
 		{"PUT", "/api/v1/images/:name/files/:file", authAdmin, "upload one file of an image (raw body)", nil, n.putImageFile},
+	}
+}
+
+// bootHandler mounts one of bootfiles' handlers: gin's path parameters
+// become the request's path values, and a refusal takes the API's one
+// error path, with the public message bootfiles wrote.
+func (n *Node) bootHandler(h func(http.ResponseWriter, *http.Request) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		for _, p := range c.Params {
+			c.Request.SetPathValue(p.Key, p.Value)
+		}
+		if err := h(c.Writer, c.Request); err != nil {
+			var be *bootfiles.Error
+			if errors.As(err, &be) {
+				err = &apiError{Status: be.Status, Code: be.Code, Message: be.Message}
+			}
+			n.fail(c, err)
+		}
 	}
 }
 

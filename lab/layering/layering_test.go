@@ -98,7 +98,7 @@ var rules = map[string]rule{
 
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/apiclient", "appliance/connlimit", "appliance/console", "appliance/pki",
+		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki",
 			"dhcp", "ipam", "power", "power/builtin", "power/redfish", "raftfsm", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "power/powertest", "power/redfish/redfishtest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
@@ -106,6 +106,9 @@ var rules = map[string]rule{
 	"appliance/httpapi":      {why: "the REST API: handlers over the store; the store's refusals carry their public text", imports: []string{"store"}},
 	"appliance/connlimit":    {why: "connection limits for the node's HTTP servers: a leaf"},
 	"appliance/pki":          {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
+	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
+		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
+		imports: []string{"raftfsm", "store", "tftp"}},
 	"appliance/console": {why: "an API client: the store's types for what the API answers, never the node itself",
 		imports: []string{"appliance/apiclient", "appliance/pki", "store"},
 		tests:   []string{"store/inventory"}},

@@ -1,4 +1,4 @@
-package appliance
+package bootfiles
 
 import (
 	"bytes"
@@ -23,11 +23,11 @@ import (
 // decisions and kernel arguments as its iPXE script. UEFI firmware keeps
 // iPXE: PXELINUX's EFI builds are not served.
 
-// Where Debian installs them: package pxelinux, and syslinux-common's BIOS
-// modules.
+// The directories pxelinux_dir and syslinux_dir default to: where Debian
+// installs package pxelinux and syslinux-common's BIOS modules.
 const (
-	defaultPXELinuxDir = "/usr/lib/PXELINUX"
-	defaultSyslinuxDir = "/usr/lib/syslinux/modules/bios"
+	DefaultPXELinuxDir = "/usr/lib/PXELINUX"
+	DefaultSyslinuxDir = "/usr/lib/syslinux/modules/bios"
 )
 
 var (
@@ -43,29 +43,23 @@ var (
 // the directory it was loaded from (the TFTP root here).
 const pxelinuxCfgDir = "pxelinux.cfg/"
 
-// tftpRoots is TFTP's allow-list: the iPXE binaries of ipxe_dir, and
-// lpxelinux.0 and its modules from pxelinux_dir and syslinux_dir. A file
-// that is not installed is refused until it is (the tftp package warns at
-// start).
-func (n *Node) tftpRoots() map[string]string {
-	roots := tftp.DefaultRoots(n.conf.IPXEDir)
-	pxelinuxDir, syslinuxDir := n.conf.PXELinuxDir, n.conf.SyslinuxDir
-	if pxelinuxDir == "" {
-		pxelinuxDir = defaultPXELinuxDir
-	}
-	if syslinuxDir == "" {
-		syslinuxDir = defaultSyslinuxDir
-	}
+// TFTPRoots is TFTP's allow-list (tftp.Config.Roots): the iPXE binaries of
+// ipxe_dir, and lpxelinux.0 and its modules from pxelinux_dir and
+// syslinux_dir. A file that is not installed is refused until it is (the
+// tftp package warns at start).
+func (s *Server) TFTPRoots() map[string]string {
+	roots := tftp.DefaultRoots(s.conf.IPXEDir)
 	for _, f := range pxelinuxLoaders {
-		roots[f] = filepath.Join(pxelinuxDir, f)
+		roots[f] = filepath.Join(s.conf.PXELinuxDir, f)
 	}
 	for _, f := range syslinuxModules {
-		roots[f] = filepath.Join(syslinuxDir, f)
+		roots[f] = filepath.Join(s.conf.SyslinuxDir, f)
 	}
 	return roots
 }
 
-// resolveTFTP is the TFTP server's Resolver: it renders pxelinux.cfg files.
+// ResolveTFTP is the TFTP server's Resolver (tftp.Config.Resolver): it
+// renders pxelinux.cfg files.
 //
 // pxelinux asks, in order, for pxelinux.cfg/<client UUID>, /01-<MAC with
 // dashes>, /<IP in hex> shortened a digit at a time (C0A80A05, C0A80A0, …,
@@ -76,7 +70,7 @@ func (n *Node) tftpRoots() map[string]string {
 // lease holds the asking address, else as for an unknown machine (the
 // reference's default menu commissioned). Any other name is not found; a
 // MAC file whose MAC is not a MAC is refused and counted.
-func (n *Node) resolveTFTP(_ context.Context, name string, remote netip.AddrPort) (io.ReadCloser, int64, error) {
+func (s *Server) ResolveTFTP(_ context.Context, name string, remote netip.AddrPort) (io.ReadCloser, int64, error) {
 	file, ok := strings.CutPrefix(name, pxelinuxCfgDir)
 	if !ok || strings.Contains(file, "/") {
 		return nil, 0, fs.ErrNotExist
@@ -84,37 +78,37 @@ func (n *Node) resolveTFTP(_ context.Context, name string, remote netip.AddrPort
 	var mac string
 	switch {
 	case file == "default":
-		mac = n.macOfLease(remote.Addr())
+		mac = s.macOfLease(remote.Addr())
 	case strings.HasPrefix(file, "01-"):
 		m, err := store.NormalizeMAC(file[len("01-"):])
 		if err != nil {
-			n.bootRefused.Inc()
+			s.m.BootRefused.Inc()
 			return nil, 0, fmt.Errorf("pxelinux config %q: %w (%w)", file, err, fs.ErrNotExist)
 		}
 		mac = m
 	default:
 		return nil, 0, fs.ErrNotExist
 	}
-	host, err := n.httpHostFor(remote)
+	host, err := s.httpHostFor(remote)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pxelinux config: no address to reach %s from: %w", remote.Addr(), err)
 	}
-	data, err := n.bootFor(mac, host, true)
+	data, err := s.bootFor(mac, host, true)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pxelinux config: cannot read state: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := n.pxelinuxTmpl.Execute(&buf, data); err != nil {
+	if err := s.conf.Templates.pxelinux.Execute(&buf, data); err != nil {
 		return nil, 0, fmt.Errorf("pxelinux config: template: %w", err)
 	}
-	n.log.Debug("pxelinux config", "file", file, "mac", mac, "machine", data.Machine, "action", data.Action)
+	s.log.Debug("pxelinux config", "file", file, "mac", mac, "machine", data.Machine, "action", data.Action)
 	return io.NopCloser(&buf), int64(buf.Len()), nil
 }
 
 // macOfLease is the MAC holding a DHCP lease on ip, or "".
-func (n *Node) macOfLease(ip netip.Addr) string {
+func (s *Server) macOfLease(ip netip.Addr) string {
 	var mac string
-	n.db.View(func(tx *store.Tx) error {
+	s.conf.DB.View(func(tx *store.Tx) error {
 		if l, err := tx.Lease(ip.Unmap()); err == nil {
 			mac = l.MAC
 		}
@@ -126,14 +120,14 @@ func (n *Node) macOfLease(ip netip.Addr) string {
 // httpHostFor is this node's HTTP server as a client at remote reaches it:
 // the address the kernel would answer it from (as DHCP's boot URLs name
 // the address that answered) and the HTTP port, which is left out when 80.
-func (n *Node) httpHostFor(remote netip.AddrPort) (string, error) {
+func (s *Server) httpHostFor(remote netip.AddrPort) (string, error) {
 	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(remote))
 	if err != nil {
 		return "", err
 	}
 	local := c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	c.Close()
-	_, port, _ := net.SplitHostPort(n.HTTPAddr())
+	_, port, _ := net.SplitHostPort(s.conf.HTTPAddr())
 	if port == "80" {
 		if local.Is6() {
 			return "[" + local.String() + "]", nil

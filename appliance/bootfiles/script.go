@@ -1,8 +1,7 @@
-package appliance
+package bootfiles
 
 import (
 	"bytes"
-	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
@@ -12,11 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
-	"time"
 
-	"github.com/gin-gonic/gin"
-
-	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -45,10 +40,25 @@ type BootData struct {
 	Retry   string
 }
 
-// loadBootTemplate parses the embedded iPXE script template, or the
-// operator's DATA/templates/boot.ipxe when present. It runs once at start.
-func loadBootTemplate(dataDir string) (*template.Template, error) {
-	return loadTemplate(dataDir, "boot.ipxe")
+// Templates are the boot templates, parsed once at start.
+type Templates struct {
+	ipxe, pxelinux *template.Template
+}
+
+// LoadTemplates parses the embedded iPXE script and pxelinux.cfg
+// templates, or the operator's DATA/templates/boot.ipxe and
+// DATA/templates/pxelinux.cfg where present. A node loads them before it
+// touches its data directory, so that a broken override stops it first.
+func LoadTemplates(dataDir string) (*Templates, error) {
+	ipxe, err := loadTemplate(dataDir, "boot.ipxe")
+	if err != nil {
+		return nil, err
+	}
+	pxelinux, err := loadTemplate(dataDir, "pxelinux.cfg")
+	if err != nil {
+		return nil, err
+	}
+	return &Templates{ipxe: ipxe, pxelinux: pxelinux}, nil
 }
 
 // loadTemplate parses templates/NAME, embedded or overridden by
@@ -99,16 +109,13 @@ func bootAction(known bool, state string) string {
 // loader can power off by itself (selfPoweroff). Without the image such a
 // machine is told to wait (Message says why). Both loaders share it, so an
 // iPXE script and a pxelinux file always agree.
-func (n *Node) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
+func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
 	data := BootData{MAC: mac}
-	imageName := n.conf.CommissionImage
-	if imageName == "" {
-		imageName = defaultCommissionImage
-	}
+	imageName := s.conf.CommissionImage
 	var machine store.Machine
 	var image store.Image
 	var imageErr error
-	err := n.db.View(func(tx *store.Tx) error {
+	err := s.conf.DB.View(func(tx *store.Tx) error {
 		if ids := tx.MachineIDsByMAC(mac); mac != "" && len(ids) > 0 {
 			var err error
 			if machine, err = tx.Machine(ids[0]); err != nil {
@@ -137,63 +144,71 @@ func (n *Node) bootFor(mac, host string, selfPoweroff bool) (BootData, error) {
 			// is nothing to bind it to: that agent cannot enlist.
 			token := ""
 			if data.Action == "commission" && mac != "" {
-				if token, _, err = n.mintBootToken(mac, time.Now(), bootTokenTTL); err != nil {
+				if token, err = s.conf.BootToken(mac); err != nil {
 					return data, err
 				}
 			}
-			data.Args = n.agentArgs(base, host, token)
+			data.Args = s.agentArgs(base, host, token)
 		}
 	}
 	return data, nil
 }
 
-// getBootIPXE serves GET /boot/ipxe?mac=…, unauthenticated: a machine asks
-// before it has any credential.
-func (n *Node) getBootIPXE(c *gin.Context) {
-	mac, err := store.NormalizeMAC(c.Query("mac"))
+// ServeIPXE serves GET /boot/ipxe?mac=…, unauthenticated: a machine asks
+// before it has any credential. Every answer is an iPXE script, even a
+// refusal, so that the firmware shows the reason.
+func (s *Server) ServeIPXE(w http.ResponseWriter, r *http.Request) {
+	script := func(status int, format string, a ...any) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, format, a...)
+	}
+	mac, err := store.NormalizeMAC(r.URL.Query().Get("mac"))
 	if err != nil {
-		n.bootRefused.Inc()
-		c.String(http.StatusBadRequest, "#!ipxe\necho Rollcall: mac must be a MAC address\nexit 1\n")
+		s.m.BootRefused.Inc()
+		script(http.StatusBadRequest, "#!ipxe\necho Rollcall: mac must be a MAC address\nexit 1\n")
 		return
 	}
-	data, err := n.bootFor(mac, c.Request.Host, false)
-	if err == nil && n.cluster.Diverged() != nil {
-		err = errors.New(n.cluster.Diverged().String())
+	data, err := s.bootFor(mac, r.Host, false)
+	if err == nil {
+		err = s.conf.Diverged()
 	}
 	if err != nil {
-		n.log.Error("boot script: cannot read state", "mac", mac, "err", err)
-		c.String(http.StatusServiceUnavailable, "#!ipxe\necho Rollcall: node not ready\nsleep 10\nchain --autofree http://%s/boot/ipxe?mac=${mac}\n", c.Request.Host)
+		s.log.Error("boot script: cannot read state", "mac", mac, "err", err)
+		script(http.StatusServiceUnavailable, "#!ipxe\necho Rollcall: node not ready\nsleep 10\nchain --autofree http://%s/boot/ipxe?mac=${mac}\n", r.Host)
 		return
 	}
-	data.Retry = "http://" + c.Request.Host + "/boot/ipxe?mac=${mac}"
+	data.Retry = "http://" + r.Host + "/boot/ipxe?mac=${mac}"
 	var buf bytes.Buffer
-	if err := n.bootTmpl.Execute(&buf, data); err != nil {
-		n.log.Error("boot script: template failed", "mac", mac, "err", err)
-		c.String(http.StatusInternalServerError, "#!ipxe\necho Rollcall: boot template failed; see the node's log\nexit 1\n")
+	if err := s.conf.Templates.ipxe.Execute(&buf, data); err != nil {
+		s.log.Error("boot script: template failed", "mac", mac, "err", err)
+		script(http.StatusInternalServerError, "#!ipxe\necho Rollcall: boot template failed; see the node's log\nexit 1\n")
 		return
 	}
-	n.log.Debug("boot script", "mac", mac, "machine", data.Machine, "action", data.Action)
-	c.Data(http.StatusOK, "text/plain; charset=utf-8", buf.Bytes())
+	s.log.Debug("boot script", "mac", mac, "machine", data.Machine, "action", data.Action)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
 }
 
 // agentArgs is the kernel command line the commissioning agent reads.
-func (n *Node) agentArgs(base, host, token string) string {
+func (s *Server) agentArgs(base, host, token string) string {
 	args := []string{"rollcall.server=" + base}
 	if token != "" {
 		args = append(args, "rollcall.token="+token)
 	}
-	if n.HTTPSAddr() != "" {
+	if httpsAddr := s.conf.HTTPSAddr(); httpsAddr != "" {
 		h, _, err := net.SplitHostPort(host)
 		if err != nil {
 			h = host
 		}
-		_, port, _ := net.SplitHostPort(n.HTTPSAddr())
+		_, port, _ := net.SplitHostPort(httpsAddr)
 		args = append(args, "rollcall.tls=https://"+net.JoinHostPort(h, port))
 	}
-	if ca, err := x509.ParseCertificate(n.caCert); err == nil {
-		args = append(args, "rollcall.ca="+pki.FingerprintHex(ca))
+	if s.conf.CAFingerprint != "" {
+		args = append(args, "rollcall.ca="+s.conf.CAFingerprint)
 	}
-	if a := strings.TrimSpace(n.conf.CommissionAppend); a != "" {
+	if a := strings.TrimSpace(s.conf.CommissionAppend); a != "" {
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
