@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/pgexport"
 )
 
 // FileConfig is rollcall.json in the data directory (or -config FILE): the
@@ -45,7 +46,7 @@ type FileConfig struct {
 	// certificate.
 	TLSNames []string `json:"tls_names,omitempty"`
 	// PostgresExport runs the continuous PostgreSQL mirror on the leader.
-	PostgresExport *PostgresExportConfig `json:"postgres_export,omitempty"`
+	PostgresExport *pgexport.Settings `json:"postgres_export,omitempty"`
 }
 
 // BMCHint is one entry of bmc_hints.
@@ -112,8 +113,8 @@ func (c *FileConfig) check() error {
 	}
 	c.BMCHints = hints
 	if c.PostgresExport != nil {
-		if err := c.PostgresExport.check(); err != nil {
-			return err
+		if err := c.PostgresExport.Check(); err != nil {
+			return fmt.Errorf("postgres_export: %w", err)
 		}
 	}
 	for _, n := range c.TLSNames {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,161 +16,6 @@ import (
 
 	"github.com/rollcall/rollcall/store/pgexport"
 )
-
-// PostgresExportConfig is postgres_export in rollcall.json: the continuous
-// mirror of the store into PostgreSQL, run by the leader. Give every node
-// the same configuration so that the next leader takes over.
-type PostgresExportConfig struct {
-	// DSN is a libpq connection string or postgres:// URL without a
-	// password.
-	DSN string `json:"dsn"`
-	// Schema holds the tables (default rollcall).
-	Schema string `json:"schema,omitempty"`
-	// PasswordFile holds the password (one line); without it PGPASSWORD
-	// and ~/.pgpass of the node's user apply.
-	PasswordFile string `json:"password_file,omitempty"`
-}
-
-func (p *PostgresExportConfig) check() error {
-	if p.Schema == "" {
-		p.Schema = pgexport.DefaultSchema
-	}
-	if err := (pgexport.Target{DSN: p.DSN, Schema: p.Schema}).Check(); err != nil {
-		return fmt.Errorf("postgres_export: %w", err)
-	}
-	if p.PasswordFile != "" {
-		if _, err := readPasswordFile(p.PasswordFile); err != nil {
-			return fmt.Errorf("postgres_export: %w", err)
-		}
-	}
-	return nil
-}
-
-// target reads the password file each time, so a rotated password is
-// picked up by the next connection.
-func (p *PostgresExportConfig) target(node string) (pgexport.Target, error) {
-	t := pgexport.Target{DSN: p.DSN, Schema: p.Schema, Node: node}
-	if p.PasswordFile != "" {
-		pw, err := readPasswordFile(p.PasswordFile)
-		if err != nil {
-			return t, err
-		}
-		t.Password = pw
-	}
-	return t, nil
-}
-
-func readPasswordFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("password file: %w", err)
-	}
-	pw := strings.TrimRight(string(b), "\r\n")
-	if pw == "" || strings.ContainsAny(pw, "\r\n") {
-		return "", fmt.Errorf("password file %s must hold the password on one line", path)
-	}
-	return pw, nil
-}
-
-// exportRunner is a node's continuous mirror, when configured.
-type exportRunner struct {
-	conf *PostgresExportConfig
-	mu   sync.Mutex
-	m    *pgexport.Mirror // the last mirror this node ran; nil if never leader
-	err  string           // why the mirror could not start
-}
-
-func (r *exportRunner) mirror() (*pgexport.Mirror, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.m, r.err
-}
-
-func (n *Node) exportRunner() *exportRunner { return n.export.Load() }
-
-// runExportMirror runs the PostgreSQL mirror while this node leads, until
-// ctx ends or the node closes. A node that loses leadership stops its
-// mirror (an open transaction rolls back); the next leader resumes from the
-// index kept in PostgreSQL.
-func (n *Node) runExportMirror(ctx context.Context, conf *PostgresExportConfig) {
-	n.runExportMirrorWhile(ctx, conf, n.cluster.IsLeader, time.Second)
-}
-
-func (n *Node) runExportMirrorWhile(ctx context.Context, conf *PostgresExportConfig, isLeader func() bool, poll time.Duration) {
-	r := &exportRunner{conf: conf}
-	n.export.Store(r)
-	defer n.export.Store(nil)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-n.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	log := n.log.With("component", "pgexport")
-	whileLeader(ctx, isLeader, poll, func(ctx context.Context) {
-		t, err := conf.target(n.opts.Name)
-		var m *pgexport.Mirror
-		if err == nil {
-			m, err = pgexport.NewMirror(n.db, pgexport.MirrorConfig{Target: t, Logger: n.log})
-		}
-		r.mu.Lock()
-		r.err = ""
-		if err != nil {
-			r.err = err.Error()
-		} else {
-			r.m = m
-		}
-		r.mu.Unlock()
-		if err != nil {
-			log.Error("PostgreSQL mirror cannot start", "err", err)
-			return
-		}
-		log.Info("leader: running the PostgreSQL mirror", "target", t.String())
-		m.Run(ctx)
-		log.Info("PostgreSQL mirror stopped")
-	})
-}
-
-// whileLeader calls run while isLeader holds, cancelling it when
-// leadership is lost (checked every poll) and calling it again, after a
-// poll, if it returns on its own.
-func whileLeader(ctx context.Context, isLeader func() bool, poll time.Duration, run func(context.Context)) {
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for {
-		if isLeader() {
-			rctx, rcancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() { defer close(done); run(rctx) }()
-		watch:
-			for {
-				select {
-				case <-ctx.Done():
-					rcancel()
-					<-done
-					return
-				case <-done:
-					break watch
-				case <-tick.C:
-					if !isLeader() {
-						rcancel()
-						<-done
-						break watch
-					}
-				}
-			}
-			rcancel()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
 
 // exportRequest is the body of POST /api/v1/export/postgres. The password
 // travels in the body (use HTTPS off the node) and is never logged.
@@ -249,42 +93,22 @@ func (n *Node) getExportStatus(c *gin.Context) {
 	if n.cluster != nil {
 		v.Leader, _ = n.cluster.Leader()
 	}
-	r := n.exportRunner()
+	r := n.export.Load()
 	if r == nil {
 		c.JSON(http.StatusOK, v)
 		return
 	}
 	v.Configured = true
-	m, startErr := r.mirror()
-	if m != nil {
-		if st := m.Status(); st.Running {
-			v.Role, v.Mirror = "mirror", &st
-			c.JSON(http.StatusOK, v)
-			return
-		}
-	}
-	// Not running here: read the position the leader's mirror keeps.
-	v.Role = "standby"
-	t, err := r.conf.target(n.opts.Name)
-	st := pgexport.Status{Target: t.String(), LastError: startErr}
-	st.AppliedIndex, _, _ = n.db.Applied()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
-		var ps pgexport.State
-		ps, err = pgexport.ReadState(ctx, t)
-		cancel()
-		st.ExportedIndex, st.LastExport = ps.Index, ps.ExportedAt
-		st.Connected = err == nil
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
+	st, running, err := r.Status(ctx)
+	cancel()
+	v.Role = "standby" // not running here: the position the leader's mirror keeps
+	if running {
+		v.Role = "mirror"
 	}
 	if err != nil {
 		n.log.Warn("export status: cannot read the export state", "err", err)
-		st.LastError = exportError(err, t).Error()
-	}
-	if st.AppliedIndex > st.ExportedIndex {
-		st.LagIndexes = st.AppliedIndex - st.ExportedIndex
-		if !st.LastExport.IsZero() {
-			st.LagSeconds = time.Since(st.LastExport).Seconds()
-		}
+		st.LastError = exportError(err, r.Target()).Error()
 	}
 	v.Mirror = &st
 	c.JSON(http.StatusOK, v)
@@ -327,7 +151,7 @@ func cmdExportPostgres(args []string, stdout, stderr io.Writer) error {
 	}
 	req := exportRequest{DSN: *dsn, Schema: *schema, Password: os.Getenv("PGPASSWORD")}
 	if *pwFile != "" {
-		if req.Password, err = readPasswordFile(*pwFile); err != nil {
+		if req.Password, err = pgexport.ReadPasswordFile(*pwFile); err != nil {
 			return err
 		}
 	}

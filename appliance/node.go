@@ -30,8 +30,10 @@ import (
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/power/builtin"
+	"github.com/rollcall/rollcall/power/jobs"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/tftp"
 )
 
@@ -95,7 +97,7 @@ type Node struct {
 	conf    FileConfig
 
 	power        *power.Registry
-	export       atomic.Pointer[exportRunner]
+	export       atomic.Pointer[pgexport.Runner] // nil without postgres_export
 	machines     listCache
 	tftp         atomic.Pointer[tftp.Server]
 	sup          *supervisor
@@ -103,7 +105,7 @@ type Node struct {
 	dhcpHandoff  *dhcp.Handoff // blocks pass from one DHCP service to the next
 	bgOnce       sync.Once
 	bg           context.Context
-	jobWake      chan struct{}
+	jobs         *jobs.Runner
 	bootTmpl     *bootfiles.Templates
 	blobs        *bootfiles.Blobs
 	boot         *bootfiles.Server // boot scripts and files, image sync
@@ -157,7 +159,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), blobs: bootfiles.OpenBlobs(opts.DataDir),
-		jobWake: make(chan struct{}, 1), power: builtin.NewRegistry(),
+		power:       builtin.NewRegistry(),
 		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -223,6 +225,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := n.startCluster(); err != nil {
 		return nil, err
 	}
+	// Before the API serves: its power handlers queue jobs.
+	if n.jobs, err = jobs.New(jobs.Config{Node: opts.Name, Store: n.db, Cluster: n.cluster, Drivers: n.power, OpenPassword: n.openBMCPassword}); err != nil {
+		return nil, err
+	}
 	n.sup = newSupervisor(n.background(), n.log)
 	n.cluster.SetParts(n.sup.status)
 	n.dhcpMetrics, n.dhcpHandoff = dhcp.NewMetrics(), &dhcp.Handoff{}
@@ -269,13 +275,15 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.sup.run("tftp", n.tftpPart([]string{t}, srv, errc))
 	}
 	n.sup.run("image-sync", n.boot.Run)
-	n.sup.run("bmc-jobs", func(ctx context.Context, _ *slog.Logger) error { n.runJobs(ctx); return ctx.Err() })
+	n.sup.run("bmc-jobs", n.jobs.Run)
 	n.sup.run("dhcp", n.runDHCP)
 	if n.conf.PostgresExport != nil {
-		n.sup.run("export-mirror", func(ctx context.Context, _ *slog.Logger) error {
-			n.runExportMirror(ctx, n.conf.PostgresExport)
-			return ctx.Err()
-		})
+		r, err := pgexport.NewRunner(pgexport.RunnerConfig{Settings: *n.conf.PostgresExport, Node: opts.Name, Store: n.db, IsLeader: n.cluster.IsLeader})
+		if err != nil {
+			return nil, fmt.Errorf("postgres_export: %w", err)
+		}
+		n.export.Store(r)
+		n.sup.run("export-mirror", r.Run)
 	}
 	n.log.Info("node started", "mode", mode, "api", "http://"+n.HTTPAddr(), "cluster", n.cluster.Advertise())
 	ok = true

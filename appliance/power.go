@@ -2,298 +2,28 @@ package appliance
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/rollcall/rollcall/power"
-	"github.com/rollcall/rollcall/power/redfish"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
-// BMC commands run as jobs queued through Raft (store/jobs.go): any node
-// accepts the request, the node that reaches the BMC's network runs it, and
-// the result comes back as the job's record and an event.
+// BMC commands run as jobs (power/jobs): any node accepts the request and
+// queues it, the node that reaches the BMC's network runs it, and the
+// handlers here wait for the job's record and answer with it.
 
 const (
-	jobLease      = 2 * time.Minute // a runner must finish within this, or another node starts the job again
-	jobTimeout    = 90 * time.Second
 	jobWait       = 110 * time.Second // how long an API call waits for its job
-	jobRunners    = 16
 	aadBMCMachine = "bmc-password/machine/"
 	aadBMCAgent   = "bmc-password/"
 )
-
-func newJobID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("j-%016x%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
-}
-
-// runnerFor picks the node that should talk to a BMC: the machine's
-// "runner" setting, else a node serving DHCP on the VLAN of the subnet that
-// holds the BMC's address (it has an interface there), else "" (the leader).
-func runnerFor(tx *store.Tx, m store.Machine) string {
-	if m.BMC == nil {
-		return ""
-	}
-	if r := m.BMC.Settings["runner"]; r != "" {
-		return r
-	}
-	host := m.BMC.Address
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil {
-		return ""
-	}
-	subnets, _ := tx.Subnets()
-	for _, s := range subnets {
-		if !s.CIDR.Contains(ip.Unmap()) {
-			continue
-		}
-		if v, err := tx.VLAN(s.Fabric, s.VID); err == nil && len(v.Servers) > 0 {
-			return v.Servers[0].Node
-		}
-	}
-	return ""
-}
-
-// enqueueJob queues a job for a machine and returns its ID.
-func (n *Node) enqueueJob(ctx context.Context, m store.Machine, j store.Job) (string, error) {
-	j.ID, j.Machine = newJobID(), m.ID
-	n.db.View(func(tx *store.Tx) error { j.Runner = runnerFor(tx, m); return nil })
-	if _, err := n.cluster.Apply(ctx, &raftfsm.JobEnqueue{Job: j, Now: time.Now().UTC()}); err != nil {
-		return "", err
-	}
-	n.wakeJobs()
-	return j.ID, nil
-}
-
-// waitJob blocks until a job is done or ctx ends.
-func (n *Node) waitJob(ctx context.Context, id string) (store.Job, error) {
-	for {
-		ch := n.db.WatchTables(store.TableJobs)
-		var j store.Job
-		err := n.db.View(func(tx *store.Tx) error {
-			var err error
-			j, err = tx.Job(id)
-			return err
-		})
-		if err != nil || j.Done {
-			return j, err
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return j, fmt.Errorf("job %s still running (state it with GET /api/v1/machines/%s/jobs): %w", id, j.Machine, ctx.Err())
-		}
-	}
-}
-
-func (n *Node) wakeJobs() { notifyOnce(n.jobWake) }
-
-// runJobs takes the jobs this node should run and runs them, at most
-// jobRunners at once.
-func (n *Node) runJobs(ctx context.Context) {
-	sem := make(chan struct{}, jobRunners)
-	var running sync.Map
-	var jobs sync.WaitGroup
-	defer jobs.Wait() // a node stops only once its jobs have recorded their end
-	n.db.Follow(ctx, []string{store.TableJobs, store.TableCluster}, 10*time.Second, n.jobWake, func(ctx context.Context) error {
-		var pending []store.Job
-		members := map[string]bool{}
-		n.db.View(func(tx *store.Tx) error {
-			pending, _ = tx.PendingJobs()
-			nodes, _ := tx.Nodes()
-			for _, nd := range nodes {
-				members[nd.Name] = true
-			}
-			return nil
-		})
-		leader := n.cluster.IsLeader()
-		now := time.Now()
-		for _, j := range pending {
-			mine := j.Runner == n.opts.Name || leader && (j.Runner == "" || !members[j.Runner])
-			free := j.StartedBy == "" || now.After(j.StartedUntil)
-			if !mine || !free {
-				continue
-			}
-			if _, busy := running.LoadOrStore(j.ID, true); busy {
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			jobs.Add(1)
-			go func(j store.Job) {
-				defer func() { <-sem; running.Delete(j.ID); jobs.Done() }()
-				n.runJob(ctx, j)
-			}(j)
-		}
-		return nil
-	})
-}
-
-func (n *Node) runJob(ctx context.Context, j store.Job) {
-	now := time.Now().UTC()
-	if _, err := n.cluster.Apply(ctx, &raftfsm.JobStart{ID: j.ID, Node: n.opts.Name, Until: now.Add(jobLease), Now: now}); err != nil {
-		return // another node took it, or no quorum: it stays queued
-	}
-	log := n.log.With("job", j.ID, "machine", j.Machine, "kind", j.Kind, "arg", j.Arg)
-	jctx, cancel := context.WithTimeout(ctx, jobTimeout)
-	fin := n.execJob(jctx, j, log)
-	cancel()
-	fin.ID, fin.Node, fin.Now = j.ID, n.opts.Name, time.Now().UTC()
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if _, err := n.cluster.Apply(fctx, &fin); err != nil {
-		log.Warn("job result not recorded", "err", err)
-		return
-	}
-	if fin.Error != "" {
-		log.Warn("bmc job failed", "err", fin.Error)
-	} else {
-		log.Info("bmc job done", "result", fin.Result)
-	}
-}
-
-// execJob talks to the BMC. Every outcome, good or bad, becomes the job's
-// result and an event; the BMC password never enters either.
-func (n *Node) execJob(ctx context.Context, j store.Job, log interface {
-	Warn(string, ...any)
-}) raftfsm.JobFinish {
-	var m store.Machine
-	if err := n.db.View(func(tx *store.Tx) error {
-		var err error
-		m, err = tx.Machine(j.Machine)
-		return err
-	}); err != nil || m.BMC == nil {
-		return raftfsm.JobFinish{Error: "machine or its BMC is gone"}
-	}
-	b := *m.BMC
-	target := power.Target{Address: b.Address, User: b.User, Settings: b.Settings, PinnedCertSHA256: b.CertSHA256}
-	if len(b.PasswordSealed) > 0 {
-		pw, err := n.openBMCPassword(b)
-		if err != nil {
-			return raftfsm.JobFinish{Error: err.Error()}
-		}
-		target.Password = pw
-	}
-	fin := raftfsm.JobFinish{}
-	event := func(kind, msg string) { fin.Events = append(fin.Events, store.Event{Kind: kind, Message: msg}) }
-	fail := func(step string, err error) raftfsm.JobFinish {
-		var changed power.ErrCertificateChanged
-		if errors.As(err, &changed) {
-			event("bmc certificate changed", fmt.Sprintf("%s presents certificate %s, pinned %s: no credentials were sent; check the BMC, then re-pin with rollcall bmc %s -probe", b.Address, short(changed.New), short(changed.Old), m.ID))
-		}
-		fin.Error = step + ": " + err.Error()
-		event("bmc-job", fmt.Sprintf("%s %s failed: %s", j.Kind, j.Arg, fin.Error))
-		return fin
-	}
-	if j.Kind == store.JobDetect {
-		if b.Operator || b.Driver != "ipmi" {
-			fin.Result = "kept " + b.Driver
-			return fin
-		}
-		pin := b.CertSHA256
-		if pin == "" {
-			addr := target.Setting("redfish_address", b.Address)
-			if p, err := power.FetchCertificate(ctx, addr); err == nil {
-				pin = p
-				target.PinnedCertSHA256 = p
-			}
-		}
-		name, err := redfish.DetectRedfish(ctx, target)
-		if err != nil || name == "" {
-			fin.Result = "no redfish; kept ipmi"
-			return fin
-		}
-		fin.BMC = &raftfsm.BMCUpdate{Driver: name, CertSHA256: pin}
-		fin.Result = name
-		return fin
-	}
-	drv, err := n.power.New(b.Driver, target, n.log.With("machine", m.ID))
-	if err != nil {
-		return fail("driver", err)
-	}
-	defer drv.Close()
-	switch j.Kind {
-	case store.JobPower:
-		if j.Arg == "status" {
-			st, err := drv.Status(ctx)
-			if err != nil {
-				return fail("power status", err)
-			}
-			fin.Result = string(st)
-			return fin
-		}
-		a, err := power.ParseAction(j.Arg)
-		if err != nil {
-			return fail("power", err)
-		}
-		if err := drv.Power(ctx, a); err != nil {
-			return fail("power "+j.Arg, err)
-		}
-		fin.Result = "ok"
-		event("power", "power "+j.Arg+" done through "+b.Driver)
-	case store.JobBootDev:
-		d, err := power.ParseDevice(j.Arg)
-		if err != nil {
-			return fail("bootdev", err)
-		}
-		if err := drv.SetBootDevice(ctx, power.BootDevice{Device: d, Persistent: j.Persistent, UEFI: j.UEFI}); err != nil {
-			return fail("boot device "+j.Arg, err)
-		}
-		fin.Result = "ok"
-		event("bootdev", fmt.Sprintf("boot device %s (persistent %v, uefi %v)", j.Arg, j.Persistent, j.UEFI))
-	case store.JobRecommit:
-		if err := drv.SetBootDevice(ctx, power.BootDevice{Device: power.DevicePXE, UEFI: j.UEFI}); err != nil {
-			return fail("boot device pxe", err)
-		}
-		if err := drv.Power(ctx, power.ActionCycle); err != nil {
-			return fail("power cycle", err)
-		}
-		fin.Result = "ok"
-		event("recommission", "boot device PXE and power cycle through "+b.Driver)
-	case store.JobProbe:
-		p, err := drv.Probe(ctx)
-		if err != nil {
-			return fail("probe", err)
-		}
-		if p.CertSHA256 != "" && b.CertSHA256 == "" {
-			fin.BMC = &raftfsm.BMCUpdate{CertSHA256: p.CertSHA256}
-		}
-		out, _ := json.Marshal(p)
-		fin.Result = string(out)
-		event("bmc probe", fmt.Sprintf("%s %s %s firmware %s, power %s, redfish %v", b.Address, p.Vendor, p.Model, p.Firmware, p.PowerState, p.RedfishAvailable))
-	default:
-		return fail("job", fmt.Errorf("unknown job kind %q", j.Kind))
-	}
-	return fin
-}
-
-func short(fp string) string {
-	if len(fp) > 16 {
-		return fp[:16] + "…"
-	}
-	return fp
-}
 
 // JobView is a job as the API shows it.
 type JobView = store.Job
@@ -323,16 +53,17 @@ func (n *Node) machineRef(c *gin.Context) (store.Machine, bool) {
 }
 
 // runAndRespond queues a job, waits for it and answers with its record: a
-// BMC failure is a 502 naming the BMC and the step.
+// BMC failure is a 502 with the job's public message, which names the BMC
+// and the step (the cause is in the log of the node that ran it).
 func (n *Node) runAndRespond(c *gin.Context, m store.Machine, j store.Job) {
-	id, err := n.enqueueJob(c.Request.Context(), m, j)
+	id, err := n.jobs.Enqueue(c.Request.Context(), m, j)
 	if err != nil {
 		n.fail(c, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), jobWait)
 	defer cancel()
-	done, err := n.waitJob(ctx, id)
+	done, err := n.jobs.Wait(ctx, id)
 	if err != nil {
 		c.JSON(http.StatusAccepted, done)
 		return
@@ -497,14 +228,7 @@ func (n *Node) queueDetect(ctx context.Context, id string) {
 	if !n.opts.RedfishDetect {
 		return
 	}
-	var m store.Machine
-	if n.db.View(func(tx *store.Tx) error { var err error; m, err = tx.Machine(id); return err }) != nil {
-		return
-	}
-	if m.BMC == nil || m.BMC.Driver != "ipmi" || m.BMC.Operator || len(m.BMC.PasswordSealed) == 0 {
-		return
-	}
-	if _, err := n.enqueueJob(ctx, m, store.Job{Kind: store.JobDetect, Requester: "commission"}); err != nil {
+	if err := n.jobs.QueueDetect(ctx, id); err != nil {
 		n.log.Debug("redfish detection not queued", "machine", id, "err", err)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/power/ipmi/ipmitest"
-	"github.com/rollcall/rollcall/power/powertest"
-	"github.com/rollcall/rollcall/power/redfish/redfishtest"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
@@ -77,50 +75,6 @@ func TestPowerThroughFollower(t *testing.T) {
 	}
 }
 
-// A job queued while its runner is down is run by another node: the queue is
-// in the replicated state, not in the node that accepted the request.
-func TestJobSurvivesItsRunner(t *testing.T) {
-	bmc, err := ipmitest.Start("admin", "pw-Survive-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bmc.Close()
-	nodes, _ := startCluster(t, 3)
-	leader := nodes[0].Node
-	for _, n := range nodes {
-		if n.cluster.IsLeader() {
-			leader = n.Node
-		}
-	}
-	id := "m-0000000000b2"
-	ctx := context.Background()
-	leader.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: id, Now: time.Now().UTC()})
-	sealed, _ := leader.key.Seal([]byte("pw-Survive-1"), []byte(aadBMCMachine+id))
-	leader.cluster.Apply(ctx, &raftfsm.BMCSet{Machine: id, BMC: store.BMC{Driver: "ipmi", Address: bmc.Address(), User: "admin", PasswordSealed: sealed, PasswordAAD: aadBMCMachine + id, Settings: map[string]string{"cipher": "17"}}, Now: time.Now().UTC()})
-	// Queue a job for a runner that is taken and whose lease has run out:
-	// as if the node that started it died.
-	now := time.Now().UTC()
-	job := store.Job{ID: newJobID(), Machine: id, Kind: store.JobPower, Arg: "on", Runner: "ghost"}
-	// Queued and taken in one entry, so no live node takes it first.
-	batch, err := raftfsm.NewBatch(&raftfsm.JobEnqueue{Job: job, Now: now}, &raftfsm.JobStart{ID: job.ID, Node: "ghost", Until: now.Add(-time.Second), Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leader.cluster.Apply(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
-	leader.wakeJobs()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	done, err := leader.waitJob(wctx, job.ID)
-	if err != nil || done.Error != "" || done.StartedBy == "ghost" || done.Attempts != 2 {
-		t.Fatalf("job after its runner was lost: %+v %v", done, err)
-	}
-	if !bmc.PowerOn() {
-		t.Fatal("the BMC never got the command")
-	}
-}
-
 // The CLI forms of the same: bmc (password from standard input), power,
 // bootdev, bmc drivers.
 func TestPowerCLI(t *testing.T) {
@@ -164,64 +118,4 @@ func TestPowerCLI(t *testing.T) {
 	if out, code := run("", "power", "c1", "explode"); code != 1 || !strings.Contains(out, "cycle") {
 		t.Fatalf("bad action: %d %s", code, out)
 	}
-}
-
-// After commissioning, an IPMI BMC that speaks Redfish with the same account
-// gets its vendor driver (event "bmc driver"); an operator's choice is never
-// overridden.
-func TestRedfishDetection(t *testing.T) {
-	dir, err := redfishtest.MockupDir("public-rackmount1")
-	if err != nil {
-		powertest.Unavailable(t, err.Error())
-	}
-	fake, err := redfishtest.New(redfishtest.Config{Mockup: dir, RootVendor: "Dell", RootOem: "Dell", ManagerManufacturer: "Dell Inc."})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	n, _, _ := startTestNode(t)
-	n.opts.RedfishDetect = true
-	ctx := context.Background()
-	for _, c := range []struct {
-		id       string
-		operator bool
-		want     string
-	}{{"m-0000000000d1", false, "idrac"}, {"m-0000000000d2", true, "ipmi"}} {
-		n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: c.id, Now: time.Now().UTC()})
-		sealed, _ := n.key.Seal([]byte("secret"), []byte(aadBMCMachine+c.id))
-		n.cluster.Apply(ctx, &raftfsm.BMCSet{Machine: c.id, BMC: store.BMC{
-			Driver: "ipmi", Address: "127.0.0.1", User: "admin", PasswordSealed: sealed, PasswordAAD: aadBMCMachine + c.id,
-			Settings: map[string]string{"redfish_address": fake.URL()}, Operator: c.operator,
-		}, Now: time.Now().UTC()})
-		n.queueDetect(ctx, c.id)
-		var m store.Machine
-		var events []store.Event
-		waitFor(t, "detection to settle", func() bool {
-			done := false
-			n.db.View(func(tx *store.Tx) error {
-				m, _ = tx.Machine(c.id)
-				events, _ = tx.Events(c.id)
-				jobs, _ := tx.MachineJobs(c.id, 0)
-				// An operator's choice queues nothing at all.
-				done = c.operator && len(jobs) == 0 || len(jobs) == 1 && jobs[0].Done
-				return nil
-			})
-			return done
-		})
-		if m.BMC.Driver != c.want {
-			t.Fatalf("%s: driver %s, want %s", c.id, m.BMC.Driver, c.want)
-		}
-		if !c.operator && (!hasEventKind(events, "bmc driver") || m.BMC.CertSHA256 == "") {
-			t.Fatalf("%s: no bmc driver event or no pinned certificate: %+v %+v", c.id, events, m.BMC)
-		}
-	}
-}
-
-func hasEventKind(events []store.Event, kind string) bool {
-	for _, e := range events {
-		if e.Kind == kind {
-			return true
-		}
-	}
-	return false
 }

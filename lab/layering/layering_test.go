@@ -91,7 +91,11 @@ var rules = map[string]rule{
 	"power/proxmox": {why: "a driver: implements power's interface, nothing else",
 		imports: []string{"power"},
 		tests:   []string{"power/powertest"}},
-	"power/manual":              {why: "a driver: implements power's interface, nothing else", imports: []string{"power"}},
+	"power/manual": {why: "a driver: implements power's interface, nothing else", imports: []string{"power"}},
+	"power/jobs": {why: "the BMC job runner: the queue is the store's jobs, written through raftfsm's job commands; " +
+		"it drives BMCs through power's drivers (redfish for detection) and asks the cluster only through an interface it declares",
+		imports: []string{"power", "power/redfish", "raftfsm", "store"},
+		tests:   []string{"lab/bench/dhcp/replica", "power/builtin", "power/ipmi/ipmitest", "power/powertest", "power/redfish/redfishtest"}},
 	"power/powertest":           {why: "test support: the conformance suite every driver runs", imports: []string{"lab/testenv", "power"}},
 	"power/ipmi/ipmitest":       {why: "test support: simulated BMCs on go-ipmi's server, independent of the driver"},
 	"power/redfish/redfishtest": {why: "test support: a Redfish service from DMTF mockups, independent of the driver"},
@@ -99,8 +103,8 @@ var rules = map[string]rule{
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
 		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki",
-			"dhcp", "ipam", "power", "power/builtin", "power/redfish", "raftfsm", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
-		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "power/powertest", "power/redfish/redfishtest", "store/pgexport/pgtest"}},
+			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
+		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi":      {why: "the REST API: handlers over the store; the store's refusals carry their public text", imports: []string{"store"}},
@@ -128,7 +132,7 @@ var rules = map[string]rule{
 	"lab/fleet":                  {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
 	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
 	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance", "dhcp", "lab/bench/dhcp/replica", "store"}},
-	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
+	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
 	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "store", "store/pgexport", "store/pgexport/pgtest"}},
 	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance", "store"}},
 	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance"}},
@@ -165,6 +169,11 @@ var against = map[edge]string{
 		"benchmark: several FSMs fed one log, so lease blocks behave as on a cluster",
 	{"dhcp/lease", "lab/bench/dhcp/replica", true}: "leases are tested against the same replicated store",
 	{"ipam", "raftfsm", true}:                      "ipam's rules are tested (and raced) as the cluster runs them, through commands",
+	{"power/jobs", "raftfsm", false}: "a service importing a service: a job's progress is the replicated " +
+		"record itself, so the runner proposes raftfsm's job commands (JobEnqueue, JobStart, JobFinish) whose " +
+		"encoding raftfsm owns; it reaches the cluster only through the two methods its Cluster interface declares",
+	{"power/jobs", "lab/bench/dhcp/replica", true}: "the runner's tests run several nodes on one replicated " +
+		"store (FSMs fed one log, no network), so a job queued on one node and run on another behaves as on a cluster",
 	{"webui", "appliance", true}: "the browser tests drive the UI served by a real node; only webui's " +
 		"external test package imports it, so webui itself stays a leaf",
 	{"webui", "raftfsm", true}: "the browser tests fill that node's store with raftfsm commands",

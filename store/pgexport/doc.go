@@ -3,7 +3,9 @@
 // continuously (Mirror, which applies each committed change from the store's
 // change log and keeps the last exported Raft index in PostgreSQL beside
 // the rows, so that a restart, an outage or a new leader resumes without
-// loss).
+// loss). A node runs its Mirror through a Runner (runner.go), which holds
+// the postgres_export settings of rollcall.json and runs the mirror only
+// while the node leads.
 //
 // The relational schema is generated from the store's Go types by
 // reflection (schema.go): a field added to store.Machine or to an

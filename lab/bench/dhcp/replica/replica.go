@@ -1,9 +1,10 @@
-// Package replica is a replicated store for DHCP tests and benchmarks: n
-// bbolt stores, each behind a raftfsm.FSM, fed one ordered log the way a
-// Raft cluster feeds its members, without the network. Writes are grouped
-// (one ApplyBatch per store for everything queued, as raft's BatchApplyCh
-// does), and a member can be cut off: its writes fail and it stops
-// receiving entries until it is healed, when it catches up.
+// Package replica is a replicated store for DHCP tests and benchmarks (and
+// the BMC job runner's tests): n bbolt stores, each behind a raftfsm.FSM,
+// fed one ordered log the way a Raft cluster feeds its members, without the
+// network. Writes are grouped (one ApplyBatch per store for everything
+// queued, as raft's BatchApplyCh does), and a member can be cut off: its
+// writes fail and it stops receiving entries until it is healed, when it
+// catches up.
 package replica
 
 import (
