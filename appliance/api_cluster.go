@@ -85,7 +85,7 @@ func (n *Node) postJoinCode(c *gin.Context) {
 	}
 	hash := code.SecretHash()
 	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.JoinCodeAdd{
-		Code: store.JoinCode{SecretHash: hex.EncodeToString(hash[:]), Expires: code.Expires, CreatedBy: n.opts.Name, Created: now},
+		Code: raftfsm.JoinCode{SecretHash: hex.EncodeToString(hash[:]), Expires: code.Expires, CreatedBy: n.opts.Name, Created: now},
 		Now:  now,
 	})
 	if err != nil {

@@ -73,7 +73,7 @@ func (r LeaseReplicator) ExpireLeases(ctx context.Context, first, last netip.Add
 
 // Batch replicates what the DHCP server did since its last batch.
 func (r LeaseReplicator) Batch(ctx context.Context, grants []dhcp.Grant, releases []dhcp.Release, seen []store.Seen) error {
-	b := &raftfsm.LeaseBatch{Node: r.Node, Now: r.now(), Seen: seen}
+	b := &raftfsm.LeaseBatch{Node: r.Node, Now: r.now(), Seen: raftfsm.SeenBody(seen)}
 	for _, g := range grants {
 		b.Grants = append(b.Grants, raftfsm.LeaseGrant{IP: g.IP, MAC: g.MAC, ClientID: g.ClientID, Hostname: g.Hostname, Granted: g.Granted, Expires: g.Expires})
 	}

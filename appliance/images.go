@@ -121,8 +121,8 @@ func (n *Node) postImage(c *gin.Context) {
 			return
 		}
 	}
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.ImagePut{Image: store.Image{
-		Name: req.Name, Files: req.Files, Nodes: []string{n.opts.Name}, Created: time.Now().UTC(),
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.ImagePut{Image: raftfsm.Image{
+		Name: req.Name, Files: raftfsm.ImageFilesBody(req.Files), Nodes: []string{n.opts.Name}, Created: time.Now().UTC(),
 	}})
 	if err != nil {
 		n.fail(c, err)
@@ -311,7 +311,7 @@ func (n *Node) syncImagesOnce(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 		if complete && !slices.Contains(im.Nodes, n.opts.Name) {
-			if _, err := n.cluster.Apply(ctx, &raftfsm.ImageHave{Name: im.Name, Node: n.opts.Name, Files: im.Files, Now: time.Now().UTC()}); err != nil && !errors.Is(err, store.ErrConflict) {
+			if _, err := n.cluster.Apply(ctx, &raftfsm.ImageHave{Name: im.Name, Node: n.opts.Name, Files: raftfsm.ImageFilesBody(im.Files), Now: time.Now().UTC()}); err != nil && !errors.Is(err, store.ErrConflict) {
 				errs = append(errs, err)
 			} else if err == nil {
 				n.log.Info("image synced", "image", im.Name)

@@ -472,7 +472,7 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	if err := writeFileAtomic(n.path(fileAgent), []byte(agentToken+"\n"), 0o600); err != nil {
 		return fmt.Errorf("bootstrap: write agent token: %w", err)
 	}
-	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: id}, func(tx *store.Tx) bool {
+	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: raftfsm.ClusterIdentityBody(id)}, func(tx *store.Tx) bool {
 		_, err := tx.Identity()
 		return err == nil
 	}); err != nil {
@@ -518,7 +518,7 @@ func (n *Node) newToken(aad string) (token, hash string, sealed []byte, err erro
 }
 
 func (n *Node) putNodeRecord(ctx context.Context) error {
-	_, err := n.cluster.Apply(ctx, &raftfsm.NodePut{Node: store.Node{
+	_, err := n.cluster.Apply(ctx, &raftfsm.NodePut{Node: raftfsm.Node{
 		Name: n.opts.Name, RaftAddr: n.cluster.Advertise(), HTTPAddr: n.HTTPAddr(), Joined: time.Now().UTC(),
 	}})
 	if err != nil {

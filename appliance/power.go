@@ -76,7 +76,7 @@ func runnerFor(tx *store.Tx, m store.Machine) string {
 func (n *Node) enqueueJob(ctx context.Context, m store.Machine, j store.Job) (string, error) {
 	j.ID, j.Machine = newJobID(), m.ID
 	n.db.View(func(tx *store.Tx) error { j.Runner = runnerFor(tx, m); return nil })
-	if _, err := n.cluster.Apply(ctx, &raftfsm.JobEnqueue{Job: j, Now: time.Now().UTC()}); err != nil {
+	if _, err := n.cluster.Apply(ctx, &raftfsm.JobEnqueue{Job: raftfsm.JobBody(j), Now: time.Now().UTC()}); err != nil {
 		return "", err
 	}
 	n.wakeJobs()
@@ -196,7 +196,7 @@ func (n *Node) execJob(ctx context.Context, j store.Job, log interface {
 		target.Password = pw
 	}
 	fin := raftfsm.JobFinish{}
-	event := func(kind, msg string) { fin.Events = append(fin.Events, store.Event{Kind: kind, Message: msg}) }
+	event := func(kind, msg string) { fin.Events = append(fin.Events, raftfsm.Event{Kind: kind, Message: msg}) }
 	fail := func(step string, err error) raftfsm.JobFinish {
 		var changed power.ErrCertificateChanged
 		if errors.As(err, &changed) {
@@ -461,7 +461,7 @@ func (n *Node) putBMC(c *gin.Context) {
 		}
 		b.PasswordSealed, b.PasswordAAD = sealed, aad
 	}
-	if _, err := n.cluster.Apply(c.Request.Context(), &raftfsm.BMCSet{Machine: m.ID, BMC: b, Now: time.Now().UTC()}); err != nil {
+	if _, err := n.cluster.Apply(c.Request.Context(), &raftfsm.BMCSet{Machine: m.ID, BMC: raftfsm.BMCBody(b), Now: time.Now().UTC()}); err != nil {
 		n.fail(c, err)
 		return
 	}

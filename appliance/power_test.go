@@ -96,13 +96,13 @@ func TestJobSurvivesItsRunner(t *testing.T) {
 	ctx := context.Background()
 	leader.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: id, Now: time.Now().UTC()})
 	sealed, _ := leader.key.Seal([]byte("pw-Survive-1"), []byte(aadBMCMachine+id))
-	leader.cluster.Apply(ctx, &raftfsm.BMCSet{Machine: id, BMC: store.BMC{Driver: "ipmi", Address: bmc.Address(), User: "admin", PasswordSealed: sealed, PasswordAAD: aadBMCMachine + id, Settings: map[string]string{"cipher": "17"}}, Now: time.Now().UTC()})
+	leader.cluster.Apply(ctx, &raftfsm.BMCSet{Machine: id, BMC: raftfsm.BMC{Driver: "ipmi", Address: bmc.Address(), User: "admin", PasswordSealed: sealed, PasswordAAD: aadBMCMachine + id, Settings: map[string]string{"cipher": "17"}}, Now: time.Now().UTC()})
 	// Queue a job for a runner that is taken and whose lease has run out:
 	// as if the node that started it died.
 	now := time.Now().UTC()
 	job := store.Job{ID: newJobID(), Machine: id, Kind: store.JobPower, Arg: "on", Runner: "ghost"}
 	// Queued and taken in one entry, so no live node takes it first.
-	batch, err := raftfsm.NewBatch(&raftfsm.JobEnqueue{Job: job, Now: now}, &raftfsm.JobStart{ID: job.ID, Node: "ghost", Until: now.Add(-time.Second), Now: now})
+	batch, err := raftfsm.NewBatch(&raftfsm.JobEnqueue{Job: raftfsm.JobBody(job), Now: now}, &raftfsm.JobStart{ID: job.ID, Node: "ghost", Until: now.Add(-time.Second), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestRedfishDetection(t *testing.T) {
 	}{{"m-0000000000d1", false, "idrac"}, {"m-0000000000d2", true, "ipmi"}} {
 		n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: c.id, Now: time.Now().UTC()})
 		sealed, _ := n.key.Seal([]byte("secret"), []byte(aadBMCMachine+c.id))
-		n.cluster.Apply(ctx, &raftfsm.BMCSet{Machine: c.id, BMC: store.BMC{
+		n.cluster.Apply(ctx, &raftfsm.BMCSet{Machine: c.id, BMC: raftfsm.BMC{
 			Driver: "ipmi", Address: "127.0.0.1", User: "admin", PasswordSealed: sealed, PasswordAAD: aadBMCMachine + c.id,
 			Settings: map[string]string{"redfish_address": fake.URL()}, Operator: c.operator,
 		}, Now: time.Now().UTC()})

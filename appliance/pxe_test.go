@@ -113,10 +113,10 @@ func TestRealPXEBoot(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC()
 	for _, c := range []raftfsm.Command{
-		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "pxe", Kind: store.FabricEthernet, Created: now}},
-		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: p, Fabric: "pxe", Purpose: "provisioning", Gateway: netip.MustParseAddr(linkIP), Created: now}},
-		&raftfsm.RangePut{Range: store.Range{Subnet: p, Kind: store.RangeDynamic, First: p.Addr().Next().Next(), Last: netip.MustParseAddr(fmt.Sprintf("10.215.%d.199", octet)), Created: now}},
-		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "pxe", VID: 0, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: n.Name(), Iface: srvIf}}, Created: now}},
+		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "pxe", Kind: store.FabricEthernet, Created: now}},
+		&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: p, Fabric: "pxe", Purpose: "provisioning", Gateway: netip.MustParseAddr(linkIP), Created: now}},
+		&raftfsm.RangePut{Range: raftfsm.Range{Subnet: p, Kind: store.RangeDynamic, First: p.Addr().Next().Next(), Last: netip.MustParseAddr(fmt.Sprintf("10.215.%d.199", octet)), Created: now}},
+		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "pxe", VID: 0, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: n.Name(), Iface: srvIf}}, Created: now}},
 	} {
 		if _, err := n.cluster.Apply(ctx, c); err != nil {
 			t.Fatalf("%T: %v", c, err)

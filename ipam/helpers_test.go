@@ -155,11 +155,11 @@ func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
 func fabric(name string) raftfsm.Command {
-	return &raftfsm.FabricPut{Fabric: store.Fabric{Name: name, Kind: store.FabricEthernet, Created: t0}}
+	return &raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: name, Kind: store.FabricEthernet, Created: t0}}
 }
 
 func vlan(fab string, vid int) raftfsm.Command {
-	return &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: fab, VID: vid, DHCP: store.DHCPOff, Created: t0}}
+	return &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: fab, VID: vid, DHCP: store.DHCPOff, Created: t0}}
 }
 
 func subnet(cidr, gw string) raftfsm.Command {
@@ -167,19 +167,19 @@ func subnet(cidr, gw string) raftfsm.Command {
 	if gw != "" {
 		s.Gateway = ip(gw)
 	}
-	return &raftfsm.SubnetPut{Subnet: s}
+	return &raftfsm.SubnetPut{Subnet: raftfsm.SubnetBody(s)}
 }
 
 func rng(cidr, kind, first, last string) raftfsm.Command {
-	return &raftfsm.RangePut{Range: store.Range{Subnet: pfx(cidr), Kind: kind, First: ip(first), Last: ip(last), Created: t0}}
+	return &raftfsm.RangePut{Range: raftfsm.Range{Subnet: pfx(cidr), Kind: kind, First: ip(first), Last: ip(last), Created: t0}}
 }
 
 func claim(how, addr, machine string) raftfsm.Command {
-	return &raftfsm.AddressClaim{Address: store.Address{IP: ip(addr), How: how, Machine: machine, Created: t0}}
+	return &raftfsm.AddressClaim{Address: raftfsm.Address{IP: ip(addr), How: how, Machine: machine, Created: t0}}
 }
 
 func reserve(addr, name string) raftfsm.Command {
-	return &raftfsm.AddressClaim{Address: store.Address{IP: ip(addr), How: store.HowReserved, Name: name, Created: t0}}
+	return &raftfsm.AddressClaim{Address: raftfsm.Address{IP: ip(addr), How: store.HowReserved, Name: name, Created: t0}}
 }
 
 func release(addr string) raftfsm.Command { return &raftfsm.AddressRelease{IP: ip(addr)} }

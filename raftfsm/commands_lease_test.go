@@ -14,11 +14,11 @@ import (
 )
 
 var leaseNet = []Command{
-	&NodePut{Node: store.Node{Name: "n1", RaftAddr: "127.0.0.1:8300", Joined: t0}},
-	&FabricPut{Fabric: store.Fabric{Name: "f", Kind: store.FabricEthernet, Created: t0}},
-	&VLANPut{VLAN: store.VLAN{Fabric: "f", VID: 10, MTU: 1500, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "n1", Iface: "eth1"}}, Created: t0}},
-	&SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.9.0.0/16"), Fabric: "f", VID: 10, Purpose: "provisioning", Created: t0}},
-	&RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.9.0.0/16"), Kind: store.RangeDynamic,
+	&NodePut{Node: Node{Name: "n1", RaftAddr: "127.0.0.1:8300", Joined: t0}},
+	&FabricPut{Fabric: Fabric{Name: "f", Kind: store.FabricEthernet, Created: t0}},
+	&VLANPut{VLAN: VLAN{Fabric: "f", VID: 10, MTU: 1500, DHCP: store.DHCPFull, Servers: []VLANServer{{Node: "n1", Iface: "eth1"}}, Created: t0}},
+	&SubnetPut{Subnet: Subnet{CIDR: netip.MustParsePrefix("10.9.0.0/16"), Fabric: "f", VID: 10, Purpose: "provisioning", Created: t0}},
+	&RangePut{Range: Range{Subnet: netip.MustParsePrefix("10.9.0.0/16"), Kind: store.RangeDynamic,
 		First: netip.MustParseAddr("10.9.0.10"), Last: netip.MustParseAddr("10.9.255.250"), Created: t0}},
 	&LeaseBlockClaim{Subnet: netip.MustParsePrefix("10.9.0.0/16"), First: netip.MustParseAddr("10.9.0.10"), Last: netip.MustParseAddr("10.9.255.250"),
 		Node: "n1", Expires: t0.Add(time.Hour), Now: t0},
@@ -44,7 +44,7 @@ func grantBatch(from, n int) *LeaseBatch {
 	for i := from; i < from+n; i++ {
 		ip := netip.AddrFrom4([4]byte{10, 9, byte(i / 240), byte(10 + i%240)})
 		b.Grants = append(b.Grants, LeaseGrant{IP: ip, MAC: mac(i), ClientID: "01" + fmt.Sprint(i), Granted: t0, Expires: t0.Add(10 * time.Minute)})
-		b.Seen = append(b.Seen, store.Seen{MAC: mac(i), Node: "n1", Interface: "eth1", VLAN: "f/10", Arch: 7, UserClass: "iPXE", Last: t0})
+		b.Seen = append(b.Seen, Seen{MAC: mac(i), Node: "n1", Interface: "eth1", VLAN: "f/10", Arch: 7, UserClass: "iPXE", Last: t0})
 	}
 	return b
 }

@@ -1,5 +1,7 @@
 // Package raftfsm replicates the store with hashicorp/raft: the command
-// types and their encoding, the state machine that applies them to bbolt
+// types, the bodies they carry (its own structs, never store records, so
+// that the log format changes only on purpose) and their encoding, the
+// state machine that applies them to bbolt
 // (one transaction per batch, recording the applied index), snapshots that
 // stream the bbolt file, the mutual-TLS transport that carries both Raft
 // traffic and node-to-node calls on one port, forwarding of writes to the

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,30 +66,66 @@ func TestApplyCommands(t *testing.T) {
 		"delete":             {setup: []Command{&MachineCreate{ID: machineID(1), Now: t0}}, cmd: &MachineDelete{ID: machineID(1)}},
 		"join code unknown":  {cmd: &JoinCodeUse{SecretHash: hash64("a"), Node: "n2", Now: t0}, wantErr: store.ErrForbidden},
 		"join code expired": {
-			setup:   []Command{&JoinCodeAdd{Code: store.JoinCode{SecretHash: hash64("a"), Expires: t0}, Now: t0}},
+			setup:   []Command{&JoinCodeAdd{Code: JoinCode{SecretHash: hash64("a"), Expires: t0}, Now: t0}},
 			cmd:     &JoinCodeUse{SecretHash: hash64("a"), Node: "n2", Now: t0.Add(time.Second)},
 			wantErr: store.ErrForbidden,
 		},
 		"join code reused": {
 			setup: []Command{
-				&JoinCodeAdd{Code: store.JoinCode{SecretHash: hash64("a"), Expires: t0.Add(time.Hour)}, Now: t0},
+				&JoinCodeAdd{Code: JoinCode{SecretHash: hash64("a"), Expires: t0.Add(time.Hour)}, Now: t0},
 				&JoinCodeUse{SecretHash: hash64("a"), Node: "n2", Now: t0},
 			},
 			cmd:     &JoinCodeUse{SecretHash: hash64("a"), Node: "n3", Now: t0},
 			wantErr: store.ErrForbidden,
+		},
+		// Refused commands that would take MACs from machine 1 (ready,
+		// with an identity, so never resolved by MAC alone): nothing moves.
+		"commission of a ready machine": {
+			setup:   twoReady,
+			cmd:     &Commission{NewID: machineID(9), Identity: Identity{Key: "serial:B", Serial: "B", BootMAC: mac(3), MACs: []string{mac(3), mac(1), mac(2)}}, Inventory: json.RawMessage(`{}`), Now: t0},
+			wantErr: store.ErrTransition,
+		},
+		"commission without an inventory": {
+			setup:   twoReady,
+			cmd:     &Commission{NewID: machineID(9), Identity: Identity{Key: "serial:C", Serial: "C", BootMAC: mac(1), MACs: []string{mac(1), mac(2)}}, Now: t0},
+			wantErr: store.ErrInvalid,
+		},
+		"commission with a taken new id": {
+			setup:   twoReady,
+			cmd:     &Commission{NewID: machineID(2), Identity: Identity{Key: "serial:C", Serial: "C", BootMAC: mac(1), MACs: []string{mac(1), mac(2)}}, Inventory: json.RawMessage(`{}`), Now: t0},
+			wantErr: store.ErrConflict,
+		},
+		"commission outside its boot token's machine": {
+			setup:   twoReady,
+			cmd:     &Commission{NewID: machineID(9), Identity: Identity{Key: "serial:C", Serial: "C", BootMAC: mac(1), MACs: []string{mac(1), mac(2)}}, Inventory: json.RawMessage(`{}`), Now: t0, AgentMAC: mac(1)},
+			wantErr: store.ErrForbidden,
+		},
+		"enlist of a ready machine": {
+			setup:   twoReady,
+			cmd:     &MachineEnlist{NewID: machineID(9), Identity: Identity{Key: "serial:B", Serial: "B", BootMAC: mac(3), MACs: []string{mac(3), mac(1)}}, Now: t0},
+			wantErr: store.ErrTransition,
+		},
+		"join code over the limit": {
+			setup:   joinCodes(1000, t0.Add(time.Hour)),
+			cmd:     &JoinCodeAdd{Code: JoinCode{SecretHash: hash64("one more"), Expires: t0.Add(time.Hour)}, Now: t0},
+			wantErr: store.ErrConflict,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f, db := testFSM(t)
 			idx := uint64(1)
+			var setup []*raft.Log
 			for _, c := range tc.setup {
-				if r := f.Apply(entry(t, idx, c)).(*Result); r.Err != nil {
-					t.Fatalf("setup %T: %v", c, r.Err)
-				}
+				setup = append(setup, entry(t, idx, c))
 				idx++
 			}
-			before := dump(t, db)
+			for i, r := range f.ApplyBatch(setup) {
+				if err := r.(*Result).Err; err != nil {
+					t.Fatalf("setup %T: %v", tc.setup[i], err)
+				}
+			}
+			before := stateSum(t, db)
 			r := f.Apply(entry(t, idx, tc.cmd)).(*Result)
 			if !errors.Is(r.Err, tc.wantErr) || (tc.wantErr == nil) != (r.Err == nil) {
 				t.Fatalf("got error %v, want %v", r.Err, tc.wantErr)
@@ -97,9 +134,10 @@ func TestApplyCommands(t *testing.T) {
 				t.Fatalf("applied index %d, want %d", got, idx)
 			}
 			if tc.wantErr != nil {
-				// A refused command changes nothing but the applied index.
-				if after := dump(t, db); after != before {
-					t.Fatalf("refused command changed the store:\nbefore %s\nafter  %s", before, after)
+				// A refused command changes nothing but the applied index:
+				// every command checks everything before it writes.
+				if after := stateSum(t, db); after != before {
+					t.Fatalf("the refused command changed the store (state hash %s, was %s)", after, before)
 				}
 			}
 		})
@@ -108,26 +146,31 @@ func TestApplyCommands(t *testing.T) {
 
 func hash64(s string) string { return fmt.Sprintf("%064x", []byte(s)) }
 
-// dump renders the machines, their events and the join codes for comparison.
-func dump(t testing.TB, db *store.DB) string {
+// stateSum is the store's state hash: every bucket, key and value but the
+// applied index.
+func stateSum(t testing.TB, db *store.DB) string {
 	t.Helper()
-	var buf bytes.Buffer
-	err := db.View(func(tx *store.Tx) error {
-		ms, err := tx.Machines(store.MachineFilter{})
-		if err != nil {
-			return err
-		}
-		for _, m := range ms {
-			ev, _ := tx.Events(m.ID)
-			fmt.Fprintf(&buf, "%+v %d;", m, len(ev))
-		}
-		fmt.Fprintf(&buf, "by-mac:%v", tx.MachineIDsByMAC(mac(1)))
-		return nil
-	})
+	h, err := db.Hash()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.String()
+	return h.String()
+}
+
+// twoReady commissions machine 1 (MACs 1 and 2, serial A) and machine 2
+// (MAC 3, serial B).
+var twoReady = []Command{
+	&Commission{NewID: machineID(1), Identity: Identity{Key: "serial:A", Serial: "A", BootMAC: mac(1), MACs: []string{mac(1), mac(2)}}, Inventory: json.RawMessage(`{}`), Now: t0},
+	&Commission{NewID: machineID(2), Identity: Identity{Key: "serial:B", Serial: "B", BootMAC: mac(3), MACs: []string{mac(3)}}, Inventory: json.RawMessage(`{}`), Now: t0},
+}
+
+// joinCodes adds n join codes that expire at expires.
+func joinCodes(n int, expires time.Time) []Command {
+	var out []Command
+	for i := range n {
+		out = append(out, &JoinCodeAdd{Code: JoinCode{SecretHash: hash64(fmt.Sprint("code ", i)), Expires: expires}, Now: t0})
+	}
+	return out
 }
 
 func TestApplyBatchOneTransaction(t *testing.T) {
@@ -171,7 +214,7 @@ func TestBatchCommand(t *testing.T) {
 	b, err := NewBatch(
 		&MachineCreate{ID: machineID(1), Now: t0},
 		&MachineCreate{ID: machineID(1), Now: t0}, // conflict with the first
-		&MachineEvent{Event: store.Event{Machine: machineID(1), Time: t0, Kind: "note", Message: "hello"}},
+		&MachineEvent{Event: Event{Machine: machineID(1), Time: t0, Kind: "note", Message: "hello"}},
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -149,10 +149,10 @@ func mirrorLag(ctx context.Context, db *store.DB, log *pgtest.Log, pg *pgtest.Se
 	}
 	cycle := []step{
 		{1, func(i int, now time.Time) (raftfsm.Command, error) {
-			return &raftfsm.MachineEvent{Event: store.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 1"}}, nil
+			return &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 1"}}, nil
 		}},
 		{1, func(i int, now time.Time) (raftfsm.Command, error) {
-			return &raftfsm.MachineEvent{Event: store.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 2"}}, nil
+			return &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 2"}}, nil
 		}},
 		{2, func(i int, now time.Time) (raftfsm.Command, error) {
 			return &raftfsm.Recommission{ID: pgtest.ID(i), Reason: "bench", Now: now}, nil

@@ -201,7 +201,7 @@ func Machine(seed uint64, i int) inventory.Report {
 // machine gets ID m-<12 hex of i>, the time is now, and the BMC carries a
 // (fake) sealed password, which the export must never copy.
 func Commission(rep inventory.Report, i int, now time.Time) (*raftfsm.Commission, error) {
-	bmc := &store.BMC{Driver: rep.BMC.Driver, Address: rep.BMC.Address, MAC: rep.BMC.MAC, User: rep.BMC.User,
+	bmc := &raftfsm.BMC{Driver: rep.BMC.Driver, Address: rep.BMC.Address, MAC: rep.BMC.MAC, User: rep.BMC.User,
 		PasswordSealed: []byte("SEALED-SECRET-" + ID(i)), PasswordAAD: "bmc-password/" + ID(i),
 		Source: rep.BMC.Source, Settings: map[string]string{"privilege": "ADMINISTRATOR"}}
 	doc := rep
@@ -223,7 +223,7 @@ func Commission(rep inventory.Report, i int, now time.Time) (*raftfsm.Commission
 		NewID: ID(i),
 		Identity: raftfsm.Identity{Key: inventory.Key(rep.System.UUID, rep.System.Serial, rep.BootMAC),
 			UUID: rep.System.UUID, Serial: rep.System.Serial, BootMAC: rep.BootMAC, MACs: macs},
-		IPs: ips, Summary: inventory.Summarize(&rep), Inventory: raw, BMC: bmc, Node: "node1", Now: now,
+		IPs: ips, Summary: raftfsm.SummaryBody(inventory.Summarize(&rep)), Inventory: raw, BMC: bmc, Node: "node1", Now: now,
 	}, nil
 }
 
