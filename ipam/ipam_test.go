@@ -205,7 +205,7 @@ func TestRules(t *testing.T) {
 			c := site(t)
 			c.must(tc.setup...)
 			before := c.dump()
-			err := c.apply(tc.cmd)
+			err := c.Apply(tc.cmd)
 			if tc.wantErr == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -249,7 +249,7 @@ func allocate(t testing.TB, c *copyFSM, p netip.Prefix, machine string) netip.Ad
 	if err != nil {
 		t.Fatalf("pick in %s: %v", p, err)
 	}
-	if err := c.apply(claim(store.HowAuto, a.String(), machine)); err != nil {
+	if err := c.Apply(claim(store.HowAuto, a.String(), machine)); err != nil {
 		t.Fatalf("claim %s: %v", a, err)
 	}
 	return a
@@ -363,7 +363,7 @@ func TestReleaseReallocates(t *testing.T) {
 	if a := allocate(t, c, p, machineID(1)); a.String() != "10.50.0.54" {
 		t.Fatalf("allocated %s, want 10.50.0.54", a)
 	}
-	err := c.apply(release("10.50.0.99"))
+	err := c.Apply(release("10.50.0.99"))
 	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "10.50.0.99") {
 		t.Fatalf("release of a free address: %v", err)
 	}
@@ -407,7 +407,7 @@ func TestAdoption(t *testing.T) {
 	}
 	// And a dynamic range may not be laid over an adopted address? It may:
 	// adoption records what is, the DHCP server skips used addresses.
-	if err := c.apply(rng("10.60.0.0/24", store.RangeDynamic, "10.60.0.30", "10.60.0.50")); err != nil {
+	if err := c.Apply(rng("10.60.0.0/24", store.RangeDynamic, "10.60.0.30", "10.60.0.50")); err != nil {
 		t.Fatalf("dynamic range over an adopted address: %v", err)
 	}
 }
@@ -493,7 +493,7 @@ func TestHintsFollowRanges(t *testing.T) {
 					}
 					kind := []string{store.RangeStatic, store.RangeReserved, store.RangeDynamic}[r.IntN(3)]
 					rg := store.Range{Subnet: p, Kind: kind, First: first, Last: last, Created: t0}
-					if err := c.apply(&raftfsm.RangePut{Range: raftfsm.RangeBody(rg)}); err == nil {
+					if err := c.Apply(&raftfsm.RangePut{Range: raftfsm.RangeBody(rg)}); err == nil {
 						ranges = append(ranges, rg)
 						slices.SortFunc(ranges, func(a, b store.Range) int { return a.First.Compare(b.First) })
 					}
@@ -539,19 +539,19 @@ func TestSubnetCreatesItsVLAN(t *testing.T) {
 	c.must(&raftfsm.NodePut{Node: raftfsm.Node{Name: "rack1", RaftAddr: "127.0.0.1:8300", Joined: t0}})
 	c.must(&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 200, Purpose: "storage", Created: t0}})
 	var v store.VLAN
-	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
+	c.DB.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
 	if !v.Implicit || v.DHCP != store.DHCPOff {
 		t.Fatalf("implicit VLAN: %+v", v)
 	}
 	add := &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 200, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: "rack1"}}, Created: t0}}
-	if err := c.apply(add); err != nil {
+	if err := c.Apply(add); err != nil {
 		t.Fatalf("vlan add over an implicit VLAN: %v", err)
 	}
-	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
+	c.DB.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
 	if v.Implicit || v.DHCP != store.DHCPFull {
 		t.Fatalf("described VLAN: %+v", v)
 	}
-	if err := c.apply(add); !errors.Is(err, store.ErrConflict) {
+	if err := c.Apply(add); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("second vlan add: %v", err)
 	}
 }

@@ -54,9 +54,9 @@ var rules = map[string]rule{
 		imports: []string{"store/binenc", "store/inventory"}},
 	"store/pgexport": {why: "copies the store into PostgreSQL: reads the store, nothing above it",
 		imports: []string{"store", "store/inventory"},
-		tests:   []string{"raftfsm", "store/pgexport/pgtest"}},
-	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and machines applied through the real FSM",
-		imports: []string{"lab/testenv", "raftfsm", "store", "store/inventory"}},
+		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/pgexport/pgtest"}},
+	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and the commands that commission generated machines",
+		imports: []string{"lab/testenv", "raftfsm", "store/inventory"}},
 
 	// Services: each reads the store and declares what it needs of the rest.
 	"dhcp": {why: "the DHCP server: its mode packages and the store; leases are written through interfaces it declares",
@@ -73,10 +73,12 @@ var rules = map[string]rule{
 		tests: []string{"lab/testenv"}},
 	"ipam": {why: "the network model's rules, as functions of a store transaction",
 		imports: []string{"store"},
-		tests:   []string{"raftfsm", "store/inventory"}},
+		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/inventory"}},
 	"raftfsm": {why: "replicates the store: commands are applied to it under the network model's rules",
 		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
-		tests:   []string{"appliance/pki", "lab/baseline"}},
+		tests:   []string{"appliance/pki", "lab/baseline", "raftfsm/fsmtest"}},
+	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
+		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
 		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
@@ -125,7 +127,7 @@ var rules = map[string]rule{
 	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
 	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance", "dhcp", "lab/bench/dhcp/replica", "store"}},
 	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
-	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "store", "store/pgexport", "store/pgexport/pgtest"}},
+	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
 	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance", "store"}},
 	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance"}},
 	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance", "lab/fleet"}},
@@ -150,8 +152,8 @@ var against = map[edge]string{
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
 		"both (into store, or a package of their own) would restore the direction",
-	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the store " +
-		"under export by applying raftfsm commands, as a cluster does; only tests and lab/bench/export import it",
+	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the commands " +
+		"that commission its generated machines (raftfsm.Commission), as the API does; only tests and lab/bench/export import it",
 	{"store/pgexport", "raftfsm", true}: "the export's tests fill the store through the real FSM",
 	{"raftfsm", "appliance/pki", true}: "the transport's tests use the real cluster CA and node certificates " +
 		"(pki.NewCA, pki.PeerTLS); raftfsm itself is handed a *tls.Config",
@@ -171,7 +173,7 @@ var against = map[edge]string{
 var testSupport = map[string]bool{
 	"lab/testenv": true, "lab/fleet": true, "lab/baseline": true,
 	"power/powertest": true, "power/ipmi/ipmitest": true, "power/redfish/redfishtest": true,
-	"store/pgexport/pgtest": true,
+	"store/pgexport/pgtest": true, "raftfsm/fsmtest": true,
 }
 
 // services are the packages between the node and the store.
@@ -215,7 +217,7 @@ var confined = map[string]confinement{
 	"github.com/gin-gonic/gin": {[]string{"appliance"}, "only appliance knows gin (STYLE.md item 1); services serve net/http"},
 	"github.com/rivo/tview":    {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/gdamore/tcell": {[]string{"appliance/console"}, "the console is the one terminal UI"},
-	"github.com/hashicorp/raft": {[]string{"raftfsm", "lab/baseline", "lab/bench/dhcp/replica", "store/pgexport/pgtest"},
+	"github.com/hashicorp/raft": {[]string{"raftfsm", "raftfsm/fsmtest", "lab/baseline", "lab/bench/dhcp/replica"},
 		"raftfsm owns Raft; the others feed raft.Log entries to an FSM or are the plain-raft baseline"},
 	"github.com/hashicorp/raft-boltdb": {[]string{"raftfsm", "lab/baseline"}, "raftfsm owns the Raft log"},
 	"go.etcd.io/bbolt":                 {[]string{"store", "lab/baseline"}, "the store owns bbolt; everyone else reads typed records"},

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
@@ -60,7 +61,7 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
 // fleet is a store fed through the state machine.
 type fleet struct {
 	db  *store.DB
-	log *pgtest.Log
+	log *fsmtest.Log
 	now time.Time
 }
 
@@ -76,7 +77,7 @@ func openFleet(t testing.TB, path string) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	l, err := pgtest.NewLog(db)
+	l, err := fsmtest.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
