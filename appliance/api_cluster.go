@@ -13,6 +13,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -21,7 +22,7 @@ type ClusterView struct {
 	Node          string           `json:"node"`
 	Leader        string           `json:"leader"`
 	CAFingerprint string           `json:"ca_fingerprint"`
-	Members       []raftfsm.Member `json:"members"`
+	Members       []cluster.Member `json:"members"`
 	Nodes         []store.Node     `json:"nodes"`
 }
 
@@ -110,7 +111,7 @@ func (n *Node) deleteMember(c *gin.Context) {
 		})
 		switch {
 		case errors.Is(err, store.ErrNotFound) && known:
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, raftfsm.ErrNoLeader):
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, cluster.ErrNoLeader):
 			n.fail(c, err)
 			return
 		default:

@@ -27,7 +27,7 @@ import (
 
 // LeaseReplicator turns the DHCP service's writes into replicated commands:
 // it is dhcp.Replicator and dhcp.Housekeeper for one node. Apply must return
-// only once the local store has the write (raftfsm.Cluster.Apply does).
+// only once the local store has the write (cluster.Cluster.Apply does).
 type LeaseReplicator struct {
 	Node  string
 	Apply func(context.Context, raftfsm.Command) error

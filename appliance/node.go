@@ -30,6 +30,7 @@ import (
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/power/builtin"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
 )
@@ -52,7 +53,7 @@ type Options struct {
 
 	Logger *slog.Logger
 	// Raft tuning for tests; zero keeps raftfsm's defaults.
-	RaftTune func(*raftfsm.Config)
+	RaftTune func(*cluster.Config)
 }
 
 // Files in the data directory.
@@ -83,7 +84,7 @@ type Node struct {
 	opts    Options
 	log     *slog.Logger
 	db      *store.DB
-	cluster *raftfsm.Cluster
+	cluster *cluster.Cluster
 	key     pki.MasterKey
 	caPEM   []byte
 	caCert  []byte // DER, for the fingerprint
@@ -190,7 +191,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}()
 
-	hasState, err := raftfsm.HasState(n.path(dirRaft))
+	hasState, err := cluster.HasState(n.path(dirRaft))
 	if err != nil {
 		return nil, fmt.Errorf("read raft state: %w", err)
 	}
@@ -401,7 +402,7 @@ func (n *Node) startCluster() error {
 	if err != nil {
 		return err
 	}
-	cfg := raftfsm.Config{
+	cfg := cluster.Config{
 		Name:       n.opts.Name,
 		Dir:        n.path(dirRaft),
 		Bind:       n.opts.RaftAddr,
@@ -415,7 +416,7 @@ func (n *Node) startCluster() error {
 	if n.opts.RaftTune != nil {
 		n.opts.RaftTune(&cfg)
 	}
-	c, err := raftfsm.Open(cfg, n.db)
+	c, err := cluster.Open(cfg, n.db)
 	if err != nil {
 		return err
 	}
@@ -490,7 +491,7 @@ func (n *Node) applyUntil(ctx context.Context, cmd raftfsm.Command, done func(*s
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, raftfsm.ErrUnknownOutcome) && !errors.Is(err, raftfsm.ErrNoLeader) {
+		if !errors.Is(err, cluster.ErrUnknownOutcome) && !errors.Is(err, cluster.ErrNoLeader) {
 			return err
 		}
 		ok := false
@@ -573,7 +574,7 @@ func (n *Node) HTTPAddr() string {
 }
 
 // Cluster is the node's Raft cluster.
-func (n *Node) Cluster() *raftfsm.Cluster { return n.cluster }
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 
 // Store is the node's local copy.
 func (n *Node) Store() *store.DB { return n.db }

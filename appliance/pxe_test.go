@@ -24,6 +24,7 @@ import (
 
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
 )
@@ -101,7 +102,7 @@ func TestRealPXEBoot(t *testing.T) {
 	n, err := Start(t.Context(), Options{
 		DataDir: t.TempDir(), Name: "pxe1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: linkIP + ":69",
 		Logger: slog.New(&timelineHandler{tl: tl}),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		},
 	})

@@ -86,6 +86,8 @@ var legacyEncoders = map[string]func(Command) ([]byte, error){
 	},
 }
 
+func hash64(s string) string { return fmt.Sprintf("%064x", []byte(s)) }
+
 // gt is a distinct time for each n, with nanoseconds, so that a decoder
 // that swaps two times or drops their precision shows.
 func gt(n int) time.Time {

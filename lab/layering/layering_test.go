@@ -74,13 +74,16 @@ var rules = map[string]rule{
 	"ipam": {why: "the network model's rules, as functions of a store transaction",
 		imports: []string{"store"},
 		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/inventory"}},
-	"raftfsm": {why: "replicates the store: commands are applied to it under the network model's rules",
+	"raftfsm": {why: "the replicated state machine: commands are applied to the store under the network model's rules",
 		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
+		tests:   []string{"raftfsm/fsmtest"}},
+	"raftfsm/cluster": {why: "the Raft node that feeds raftfsm's state machine: its transport, forwarding and membership",
+		imports: []string{"raftfsm", "store"},
 		tests:   []string{"appliance/pki", "lab/baseline", "raftfsm/fsmtest"}},
 	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
 		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
-		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory"}},
+		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
 	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
 		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
@@ -101,7 +104,7 @@ var rules = map[string]rule{
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
 		imports: []string{"appliance/apiclient", "appliance/connlimit", "appliance/console", "appliance/pki",
-			"dhcp", "ipam", "power", "power/builtin", "power/redfish", "raftfsm", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
+			"dhcp", "ipam", "power", "power/builtin", "power/redfish", "raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "power/powertest", "power/redfish/redfishtest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
@@ -133,7 +136,7 @@ var rules = map[string]rule{
 	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
-	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "store"}},
+	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "raftfsm/cluster", "store"}},
 	"lab/bench/tftp": {why: "a benchmark program", imports: []string{"appliance", "tftp"}},
 }
 
@@ -155,8 +158,8 @@ var against = map[edge]string{
 	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the commands " +
 		"that commission its generated machines (raftfsm.Commission), as the API does; only tests and lab/bench/export import it",
 	{"store/pgexport", "raftfsm", true}: "the export's tests fill the store through the real FSM",
-	{"raftfsm", "appliance/pki", true}: "the transport's tests use the real cluster CA and node certificates " +
-		"(pki.NewCA, pki.PeerTLS); raftfsm itself is handed a *tls.Config",
+	{"raftfsm/cluster", "appliance/pki", true}: "the transport's tests use the real cluster CA and node certificates " +
+		"(pki.NewCA, pki.PeerTLS); the cluster itself is handed a *tls.Config",
 	{"dhcp", "raftfsm", true}: "the DHCP tests build machines and the network model with raftfsm commands " +
 		"applied to real stores, as the cluster would",
 	{"dhcp", "lab/bench/dhcp/replica", true}: "the replicated store the DHCP tests share with the " +
@@ -165,7 +168,7 @@ var against = map[edge]string{
 	{"ipam", "raftfsm", true}:                      "ipam's rules are tested (and raced) as the cluster runs them, through commands",
 	{"webui", "appliance", true}: "the browser tests drive the UI served by a real node; only webui's " +
 		"external test package imports it, so webui itself stays a leaf",
-	{"webui", "raftfsm", true}: "the browser tests fill that node's store with raftfsm commands",
+	{"webui", "raftfsm/cluster", true}: "the browser tests tune that node's Raft timing (cluster.Config)",
 }
 
 // testSupport are packages made for tests (and the lab's programs): tests of
@@ -217,9 +220,9 @@ var confined = map[string]confinement{
 	"github.com/gin-gonic/gin": {[]string{"appliance"}, "only appliance knows gin (STYLE.md item 1); services serve net/http"},
 	"github.com/rivo/tview":    {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/gdamore/tcell": {[]string{"appliance/console"}, "the console is the one terminal UI"},
-	"github.com/hashicorp/raft": {[]string{"raftfsm", "raftfsm/fsmtest", "lab/baseline", "lab/bench/dhcp/replica"},
-		"raftfsm owns Raft; the others feed raft.Log entries to an FSM or are the plain-raft baseline"},
-	"github.com/hashicorp/raft-boltdb": {[]string{"raftfsm", "lab/baseline"}, "raftfsm owns the Raft log"},
+	"github.com/hashicorp/raft": {[]string{"raftfsm", "raftfsm/cluster", "raftfsm/fsmtest", "lab/baseline", "lab/bench/dhcp/replica"},
+		"raftfsm and its cluster own Raft; the others feed raft.Log entries to an FSM or are the plain-raft baseline"},
+	"github.com/hashicorp/raft-boltdb": {[]string{"raftfsm/cluster", "lab/baseline"}, "raftfsm/cluster owns the Raft log"},
 	"go.etcd.io/bbolt":                 {[]string{"store", "lab/baseline"}, "the store owns bbolt; everyone else reads typed records"},
 	"github.com/chromedp":              {nil, "the headless browser drives webui's tests only"},
 }
