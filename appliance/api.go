@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollcall/rollcall/appliance/connlimit"
-	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -64,10 +64,10 @@ func publicError(err error) *apiError {
 		return ae
 	}
 	switch {
-	case errors.Is(err, raftfsm.ErrNoLeader):
+	case errors.Is(err, cluster.ErrNoLeader):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: "no leader; retry", cause: err}
-	case errors.Is(err, raftfsm.ErrUnknownOutcome):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "unknown_outcome", Message: raftfsm.ErrUnknownOutcome.Error(), cause: err}
+	case errors.Is(err, cluster.ErrUnknownOutcome):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unknown_outcome", Message: cluster.ErrUnknownOutcome.Error(), cause: err}
 	}
 	status := map[string]int{
 		"not_found": http.StatusNotFound, "conflict": http.StatusConflict, "invalid": http.StatusBadRequest,

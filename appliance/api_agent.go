@@ -212,9 +212,9 @@ func (n *Node) commissionCommand(rep *inventory.Report, agentMAC string) (*raftf
 		return nil, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: "boot_mac " + rep.BootMAC + " is not the MAC this boot token was handed to (" + agentMAC + ")"}
 	}
 	newID := newMachineID()
-	var bmc *store.BMC
+	var bmc *raftfsm.BMC
 	if rep.BMC != nil {
-		bmc = &store.BMC{
+		bmc = &raftfsm.BMC{
 			Driver: rep.BMC.Driver, Address: rep.BMC.Address, MAC: rep.BMC.MAC, User: rep.BMC.User,
 			Source: rep.BMC.Source, Errors: rep.BMC.Errors,
 		}
@@ -260,7 +260,7 @@ func (n *Node) commissionCommand(rep *inventory.Report, agentMAC string) (*raftf
 		NewID:     newID,
 		Identity:  identityOf(rep.System.UUID, rep.System.Serial, boot, macs),
 		IPs:       dedupe(ips),
-		Summary:   inventory.Summarize(rep),
+		Summary:   raftfsm.SummaryBody(inventory.Summarize(rep)),
 		Inventory: doc,
 		BMC:       bmc,
 		Node:      n.opts.Name,

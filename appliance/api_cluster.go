@@ -13,6 +13,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -21,7 +22,7 @@ type ClusterView struct {
 	Node          string           `json:"node"`
 	Leader        string           `json:"leader"`
 	CAFingerprint string           `json:"ca_fingerprint"`
-	Members       []raftfsm.Member `json:"members"`
+	Members       []cluster.Member `json:"members"`
 	Nodes         []store.Node     `json:"nodes"`
 }
 
@@ -85,7 +86,7 @@ func (n *Node) postJoinCode(c *gin.Context) {
 	}
 	hash := code.SecretHash()
 	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.JoinCodeAdd{
-		Code: store.JoinCode{SecretHash: hex.EncodeToString(hash[:]), Expires: code.Expires, CreatedBy: n.opts.Name, Created: now},
+		Code: raftfsm.JoinCode{SecretHash: hex.EncodeToString(hash[:]), Expires: code.Expires, CreatedBy: n.opts.Name, Created: now},
 		Now:  now,
 	})
 	if err != nil {
@@ -110,7 +111,7 @@ func (n *Node) deleteMember(c *gin.Context) {
 		})
 		switch {
 		case errors.Is(err, store.ErrNotFound) && known:
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, raftfsm.ErrNoLeader):
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, cluster.ErrNoLeader):
 			n.fail(c, err)
 			return
 		default:

@@ -342,7 +342,7 @@ func (h *netAPI) createFabric(c *gin.Context) {
 		req.Kind = store.FabricEthernet
 	}
 	f := store.Fabric{Name: req.Name, Kind: req.Kind, Created: time.Now().UTC()}
-	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckFabric(tx, f) }, &raftfsm.FabricPut{Fabric: f})
+	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckFabric(tx, f) }, &raftfsm.FabricPut{Fabric: raftfsm.FabricBody(f)})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return fabricDetail(tx, f.Name) })
 	}
@@ -407,7 +407,7 @@ func (h *netAPI) createVLAN(c *gin.Context) {
 		req.DHCP = store.DHCPOff
 	}
 	v := store.VLAN{Fabric: req.Fabric, VID: *req.VID, MTU: req.MTU, DHCP: req.DHCP, Servers: req.Servers, BootLoader: req.BootLoader, Created: time.Now().UTC()}
-	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckVLAN(tx, v, false) }, &raftfsm.VLANPut{VLAN: v})
+	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckVLAN(tx, v, false) }, &raftfsm.VLANPut{VLAN: raftfsm.VLANBody(v)})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return vlanDetail(tx, v.Fabric, v.VID) })
 	}
@@ -441,7 +441,7 @@ func (h *netAPI) putVLAN(c *gin.Context) {
 		h.n.fail(c, err)
 		return
 	}
-	idx, ok := h.propose(c, nil, &raftfsm.VLANPut{VLAN: v, Replace: true})
+	idx, ok := h.propose(c, nil, &raftfsm.VLANPut{VLAN: raftfsm.VLANBody(v), Replace: true})
 	if ok {
 		h.respond(c, http.StatusOK, idx, func(tx *store.Tx) (any, error) { return vlanDetail(tx, fabric, vid) })
 	}
@@ -517,7 +517,7 @@ func (h *netAPI) createSubnet(c *gin.Context) {
 		h.n.fail(c, err)
 		return
 	}
-	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckSubnet(tx, s) }, &raftfsm.SubnetPut{Subnet: s})
+	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckSubnet(tx, s) }, &raftfsm.SubnetPut{Subnet: raftfsm.SubnetBody(s)})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return subnetDetail(tx, s.CIDR) })
 	}
@@ -615,7 +615,7 @@ func (h *netAPI) createRange(c *gin.Context) {
 		return
 	}
 	r := store.Range{Subnet: p, Kind: req.Kind, First: first, Last: last, Comment: req.Comment, Created: time.Now().UTC()}
-	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckRange(tx, r) }, &raftfsm.RangePut{Range: r})
+	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckRange(tx, r) }, &raftfsm.RangePut{Range: raftfsm.RangeBody(r)})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return rangeAt(tx, p, first) })
 	}
@@ -703,7 +703,7 @@ func (h *netAPI) reserveIP(c *gin.Context) {
 		return
 	}
 	rec := store.Address{IP: a, How: store.HowReserved, Name: req.Name, Created: time.Now().UTC()}
-	idx, ok := h.propose(c, func(tx *store.Tx) error { return checkClaim(tx, rec) }, &raftfsm.AddressClaim{Address: rec})
+	idx, ok := h.propose(c, func(tx *store.Tx) error { return checkClaim(tx, rec) }, &raftfsm.AddressClaim{Address: raftfsm.AddressBody(rec)})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return tx.Address(a) })
 	}
@@ -763,7 +763,7 @@ func (h *netAPI) allocateIP(c *gin.Context) {
 			return
 		}
 		rec.How = store.HowStatic
-		idx, ok := h.propose(c, func(tx *store.Tx) error { return checkClaim(tx, rec) }, &raftfsm.AddressClaim{Address: rec})
+		idx, ok := h.propose(c, func(tx *store.Tx) error { return checkClaim(tx, rec) }, &raftfsm.AddressClaim{Address: raftfsm.AddressBody(rec)})
 		if ok {
 			h.respondAddress(c, rec.IP, idx)
 		}
@@ -776,7 +776,7 @@ func (h *netAPI) allocateIP(c *gin.Context) {
 			return
 		}
 		var idx uint64
-		idx, err = h.n.cluster.Apply(c.Request.Context(), &raftfsm.AddressClaim{Address: rec})
+		idx, err = h.n.cluster.Apply(c.Request.Context(), &raftfsm.AddressClaim{Address: raftfsm.AddressBody(rec)})
 		h.unpend(rec.IP)
 		if err == nil {
 			h.respondAddress(c, rec.IP, idx)

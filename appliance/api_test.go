@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -54,7 +54,7 @@ func startTestNodeWith(t testing.TB, o testNodeOptions) (n *Node, adminToken, ag
 		HTTPAddr: "127.0.0.1:0",
 		RaftAddr: "127.0.0.1:0",
 		Logger:   slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			// One voter: it elects itself after one election timeout.
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		},

@@ -20,7 +20,7 @@ import (
 
 // LeaseReplicator turns the DHCP service's writes into replicated commands:
 // it is dhcp.Replicator and dhcp.Housekeeper for one node. Apply must return
-// only once the local store has the write (raftfsm.Cluster.Apply does).
+// only once the local store has the write (cluster.Cluster.Apply does).
 type LeaseReplicator struct {
 	Node  string
 	Apply func(context.Context, raftfsm.Command) error
@@ -66,7 +66,7 @@ func (r LeaseReplicator) ExpireLeases(ctx context.Context, first, last netip.Add
 
 // Batch replicates what the DHCP server did since its last batch.
 func (r LeaseReplicator) Batch(ctx context.Context, grants []dhcp.Grant, releases []dhcp.Release, seen []store.Seen) error {
-	b := &raftfsm.LeaseBatch{Node: r.Node, Now: r.now(), Seen: seen}
+	b := &raftfsm.LeaseBatch{Node: r.Node, Now: r.now(), Seen: raftfsm.SeenBody(seen)}
 	for _, g := range grants {
 		b.Grants = append(b.Grants, raftfsm.LeaseGrant{IP: g.IP, MAC: g.MAC, ClientID: g.ClientID, Hostname: g.Hostname, Granted: g.Granted, Expires: g.Expires})
 	}

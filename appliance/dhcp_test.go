@@ -59,11 +59,11 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 	now := time.Now().UTC()
 	p := netip.MustParsePrefix("10.213.91.0/24")
 	for _, c := range []raftfsm.Command{
-		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "lab", Kind: store.FabricEthernet, Created: now}},
-		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: p, Fabric: "lab", Purpose: "provisioning", Gateway: netip.MustParseAddr("10.213.91.1"), Created: now}},
-		&raftfsm.RangePut{Range: store.Range{Subnet: p, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.213.91.100"), Last: netip.MustParseAddr("10.213.91.199"), Created: now}},
+		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "lab", Kind: store.FabricEthernet, Created: now}},
+		&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: p, Fabric: "lab", Purpose: "provisioning", Gateway: netip.MustParseAddr("10.213.91.1"), Created: now}},
+		&raftfsm.RangePut{Range: raftfsm.Range{Subnet: p, Kind: store.RangeDynamic, First: netip.MustParseAddr("10.213.91.100"), Last: netip.MustParseAddr("10.213.91.199"), Created: now}},
 		// No -iface: the node finds the interface with an address in the subnet.
-		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "lab", VID: 0, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: n.Name()}}, Created: now}},
+		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "lab", VID: 0, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: n.Name()}}, Created: now}},
 	} {
 		if _, err := n.cluster.Apply(ctx, c); err != nil {
 			t.Fatalf("%T: %v", c, err)

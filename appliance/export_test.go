@@ -18,6 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
 )
@@ -50,7 +51,7 @@ func startExportNode(t *testing.T) (*Node, *lockedBuffer) {
 	n, err := Start(t.Context(), Options{
 		DataDir: dir, Name: "exp1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		},
 	})

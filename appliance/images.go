@@ -59,8 +59,8 @@ func (n *Node) postImage(c *gin.Context) {
 			return
 		}
 	}
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.ImagePut{Image: store.Image{
-		Name: req.Name, Files: req.Files, Nodes: []string{n.opts.Name}, Created: time.Now().UTC(),
+	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.ImagePut{Image: raftfsm.Image{
+		Name: req.Name, Files: raftfsm.ImageFilesBody(req.Files), Nodes: []string{n.opts.Name}, Created: time.Now().UTC(),
 	}})
 	if err != nil {
 		n.fail(c, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -62,7 +63,7 @@ func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
 	client := &http.Client{
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{DialTLSContext: func(ctx context.Context, _, a string) (net.Conn, error) {
-			return raftfsm.DialCalls(ctx, pki.PinnedTLS(code.CAFingerprint), a)
+			return cluster.DialCalls(ctx, pki.PinnedTLS(code.CAFingerprint), a)
 		}},
 	}
 	defer client.CloseIdleConnections()
@@ -155,7 +156,7 @@ func (n *Node) announce(ctx context.Context, via string) error {
 	return n.putNodeRecord(wctx)
 }
 
-// calls are this node's routes on the cluster port beside raftfsm's own.
+// calls are this node's routes on the cluster port beside raftfsm/cluster's own.
 func (n *Node) calls() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /open/v1/join", n.handleJoin)

@@ -38,7 +38,7 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 			cmd = &raftfsm.MachineDelete{ID: ids[i]}
 			ids = append(ids[:i], ids[i+1:]...)
 		default:
-			cmd = &raftfsm.MachineEvent{Event: store.Event{Machine: ids[rng.IntN(len(ids))], Time: now, Kind: "note", Message: "x"}}
+			cmd = &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: ids[rng.IntN(len(ids))], Time: now, Kind: "note", Message: "x"}}
 		}
 		n.cluster.Apply(ctx, cmd) // business errors (a commission of a ready machine) are part of the mix
 		if step%7 != 0 {

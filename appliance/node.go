@@ -32,6 +32,7 @@ import (
 	"github.com/rollcall/rollcall/power/builtin"
 	"github.com/rollcall/rollcall/power/jobs"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/tftp"
@@ -55,7 +56,7 @@ type Options struct {
 
 	Logger *slog.Logger
 	// Raft tuning for tests; zero keeps raftfsm's defaults.
-	RaftTune func(*raftfsm.Config)
+	RaftTune func(*cluster.Config)
 }
 
 // Files in the data directory.
@@ -86,7 +87,7 @@ type Node struct {
 	opts    Options
 	log     *slog.Logger
 	db      *store.DB
-	cluster *raftfsm.Cluster
+	cluster *cluster.Cluster
 	key     pki.MasterKey
 	caPEM   []byte
 	caCert  []byte // DER, for the fingerprint
@@ -188,7 +189,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}()
 
-	hasState, err := raftfsm.HasState(n.path(dirRaft))
+	hasState, err := cluster.HasState(n.path(dirRaft))
 	if err != nil {
 		return nil, fmt.Errorf("read raft state: %w", err)
 	}
@@ -406,7 +407,7 @@ func (n *Node) startCluster() error {
 	if err != nil {
 		return err
 	}
-	cfg := raftfsm.Config{
+	cfg := cluster.Config{
 		Name:       n.opts.Name,
 		Dir:        n.path(dirRaft),
 		Bind:       n.opts.RaftAddr,
@@ -420,7 +421,7 @@ func (n *Node) startCluster() error {
 	if n.opts.RaftTune != nil {
 		n.opts.RaftTune(&cfg)
 	}
-	c, err := raftfsm.Open(cfg, n.db)
+	c, err := cluster.Open(cfg, n.db)
 	if err != nil {
 		return err
 	}
@@ -503,7 +504,7 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	if err := writeFileAtomic(n.path(fileAgent), []byte(agentToken+"\n"), 0o600); err != nil {
 		return fmt.Errorf("bootstrap: write agent token: %w", err)
 	}
-	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: id}, func(tx *store.Tx) bool {
+	if err := n.applyUntil(wctx, &raftfsm.ClusterInit{Identity: raftfsm.ClusterIdentityBody(id)}, func(tx *store.Tx) bool {
 		_, err := tx.Identity()
 		return err == nil
 	}); err != nil {
@@ -521,7 +522,7 @@ func (n *Node) applyUntil(ctx context.Context, cmd raftfsm.Command, done func(*s
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, raftfsm.ErrUnknownOutcome) && !errors.Is(err, raftfsm.ErrNoLeader) {
+		if !errors.Is(err, cluster.ErrUnknownOutcome) && !errors.Is(err, cluster.ErrNoLeader) {
 			return err
 		}
 		ok := false
@@ -549,7 +550,7 @@ func (n *Node) newToken(aad string) (token, hash string, sealed []byte, err erro
 }
 
 func (n *Node) putNodeRecord(ctx context.Context) error {
-	_, err := n.cluster.Apply(ctx, &raftfsm.NodePut{Node: store.Node{
+	_, err := n.cluster.Apply(ctx, &raftfsm.NodePut{Node: raftfsm.Node{
 		Name: n.opts.Name, RaftAddr: n.cluster.Advertise(), HTTPAddr: n.HTTPAddr(), Joined: time.Now().UTC(),
 	}})
 	if err != nil {
@@ -604,7 +605,7 @@ func (n *Node) HTTPAddr() string {
 }
 
 // Cluster is the node's Raft cluster.
-func (n *Node) Cluster() *raftfsm.Cluster { return n.cluster }
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
 
 // Store is the node's local copy.
 func (n *Node) Store() *store.DB { return n.db }

@@ -192,7 +192,7 @@ func (n *Node) putBMC(c *gin.Context) {
 		}
 		b.PasswordSealed, b.PasswordAAD = sealed, aad
 	}
-	if _, err := n.cluster.Apply(c.Request.Context(), &raftfsm.BMCSet{Machine: m.ID, BMC: b, Now: time.Now().UTC()}); err != nil {
+	if _, err := n.cluster.Apply(c.Request.Context(), &raftfsm.BMCSet{Machine: m.ID, BMC: raftfsm.BMCBody(b), Now: time.Now().UTC()}); err != nil {
 		n.fail(c, err)
 		return
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
 )
@@ -102,7 +103,7 @@ func TestRealPXEBoot(t *testing.T) {
 	n, err := Start(t.Context(), Options{
 		DataDir: t.TempDir(), Name: "pxe1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: linkIP + ":69",
 		Logger: slog.New(&timelineHandler{tl: tl}),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		},
 	})
@@ -114,10 +115,10 @@ func TestRealPXEBoot(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now().UTC()
 	for _, c := range []raftfsm.Command{
-		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "pxe", Kind: store.FabricEthernet, Created: now}},
-		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: p, Fabric: "pxe", Purpose: "provisioning", Gateway: netip.MustParseAddr(linkIP), Created: now}},
-		&raftfsm.RangePut{Range: store.Range{Subnet: p, Kind: store.RangeDynamic, First: p.Addr().Next().Next(), Last: netip.MustParseAddr(fmt.Sprintf("10.215.%d.199", octet)), Created: now}},
-		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "pxe", VID: 0, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: n.Name(), Iface: srvIf}}, Created: now}},
+		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "pxe", Kind: store.FabricEthernet, Created: now}},
+		&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: p, Fabric: "pxe", Purpose: "provisioning", Gateway: netip.MustParseAddr(linkIP), Created: now}},
+		&raftfsm.RangePut{Range: raftfsm.Range{Subnet: p, Kind: store.RangeDynamic, First: p.Addr().Next().Next(), Last: netip.MustParseAddr(fmt.Sprintf("10.215.%d.199", octet)), Created: now}},
+		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "pxe", VID: 0, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: n.Name(), Iface: srvIf}}, Created: now}},
 	} {
 		if _, err := n.cluster.Apply(ctx, c); err != nil {
 			t.Fatalf("%T: %v", c, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -155,7 +156,7 @@ func startTFTPNode(t *testing.T, data string, log *syncBuffer) (*Node, string) {
 	t.Helper()
 	n, err := Start(t.Context(), Options{DataDir: data, Name: "t1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		}})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
 
 // Every long-running part of a node (DHCP, TFTP, the HTTP listeners, BMC
@@ -54,7 +54,7 @@ type supervisor struct {
 	wg  sync.WaitGroup
 
 	mu    sync.Mutex
-	parts []*raftfsm.Part
+	parts []*cluster.Part
 }
 
 func newSupervisor(ctx context.Context, log *slog.Logger) *supervisor {
@@ -63,7 +63,7 @@ func newSupervisor(ctx context.Context, log *slog.Logger) *supervisor {
 
 // run starts a part and keeps it running until the node stops.
 func (s *supervisor) run(name string, fn func(context.Context, *slog.Logger) error) {
-	p := &raftfsm.Part{Name: name, State: "starting", Since: time.Now().UTC()}
+	p := &cluster.Part{Name: name, State: "starting", Since: time.Now().UTC()}
 	s.mu.Lock()
 	s.parts = append(s.parts, p)
 	s.mu.Unlock()
@@ -102,7 +102,7 @@ func (s *supervisor) run(name string, fn func(context.Context, *slog.Logger) err
 	}()
 }
 
-func (s *supervisor) set(p *raftfsm.Part, state, errText string) {
+func (s *supervisor) set(p *cluster.Part, state, errText string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.State != state {
@@ -112,10 +112,10 @@ func (s *supervisor) set(p *raftfsm.Part, state, errText string) {
 }
 
 // status is every part's state, in start order.
-func (s *supervisor) status() []raftfsm.Part {
+func (s *supervisor) status() []cluster.Part {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]raftfsm.Part, len(s.parts))
+	out := make([]cluster.Part, len(s.parts))
 	for i, p := range s.parts {
 		out[i] = *p
 	}

@@ -145,7 +145,7 @@ func TestKnownMachineGetsItsAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixed := netip.MustParseAddr("10.213.7.7")
-	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: store.Address{IP: fixed, How: store.HowStatic, Machine: "m-0000000000aa"}}); err != nil {
+	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: raftfsm.Address{IP: fixed, How: store.HowStatic, Machine: "m-0000000000aa"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.ready(0)
@@ -194,7 +194,7 @@ func TestMachineAnswersFollowTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	fixed := netip.MustParseAddr("10.213.8.8")
-	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: store.Address{IP: fixed, How: store.HowStatic, Machine: "m-0000000000ab"}}); err != nil {
+	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: raftfsm.Address{IP: fixed, How: store.HowStatic, Machine: "m-0000000000ab"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := offer(); got != fixed {

@@ -31,9 +31,9 @@ func BenchmarkPickAtFill(b *testing.B) {
 				&raftfsm.MachineCreate{ID: machineID(1), Now: t0},
 			)
 			pickClaim := func(n int) {
-				if err := c.db.Update(func(tx *store.Tx) error {
-					c.idx++
-					tx.Index = c.idx
+				if err := c.DB.Update(func(tx *store.Tx) error {
+					c.Index++
+					tx.Index = c.Index
 					for range n {
 						a, err := ipam.Pick(tx, p)
 						if err != nil {
@@ -43,7 +43,7 @@ func BenchmarkPickAtFill(b *testing.B) {
 							return fmt.Errorf("claim %s: %w", a, err)
 						}
 					}
-					return tx.SetApplied(c.idx, 1)
+					return tx.SetApplied(c.Index, 1)
 				}); err != nil {
 					b.Fatal(err)
 				}

@@ -2,44 +2,26 @@ package ipam_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/rollcall/rollcall/ipam"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
 // copyFSM is one node's copy of the state: a real store under t.TempDir()
-// driven by the real state machine with synthetic log entries.
+// driven by the real state machine with synthetic log entries (fsmtest),
+// asked the questions IPAM answers.
 type copyFSM struct {
-	t   testing.TB
-	db  *store.DB
-	fsm *raftfsm.FSM
-	idx uint64
+	*fsmtest.Log
+	t testing.TB
 }
 
-func newCopy(t testing.TB) *copyFSM {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	f, err := raftfsm.NewFSM(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &copyFSM{t: t, db: db, fsm: f}
-}
+func newCopy(t testing.TB) *copyFSM { return &copyFSM{Log: fsmtest.Open(t), t: t} }
 
 func encode(t testing.TB, c raftfsm.Command) []byte {
 	t.Helper()
@@ -50,33 +32,15 @@ func encode(t testing.TB, c raftfsm.Command) []byte {
 	return b
 }
 
-// applyRaw applies one encoded entry as the next log index.
-func (c *copyFSM) applyRaw(data []byte) error {
-	c.idx++
-	r := c.fsm.Apply(&raft.Log{Index: c.idx, Term: 1, Type: raft.LogCommand, Data: data}).(*raftfsm.Result)
-	for _, err := range r.Errs { // a batch: its first failure
-		if err != nil {
-			return err
-		}
-	}
-	return r.Err
-}
-
-func (c *copyFSM) apply(cmd raftfsm.Command) error { return c.applyRaw(encode(c.t, cmd)) }
-
 // must applies setup commands that have to succeed.
 func (c *copyFSM) must(cmds ...raftfsm.Command) {
 	c.t.Helper()
-	for _, cmd := range cmds {
-		if err := c.apply(cmd); err != nil {
-			c.t.Fatalf("%T: %v", cmd, err)
-		}
-	}
+	c.Must(c.t, cmds...)
 }
 
 func (c *copyFSM) pick(p netip.Prefix) (netip.Addr, error) {
 	var a netip.Addr
-	err := c.db.View(func(tx *store.Tx) error {
+	err := c.DB.View(func(tx *store.Tx) error {
 		var err error
 		a, err = ipam.Pick(tx, p)
 		return err
@@ -88,7 +52,7 @@ func (c *copyFSM) pick(p netip.Prefix) (netip.Addr, error) {
 func (c *copyFSM) used(p netip.Prefix) []store.Address {
 	c.t.Helper()
 	var out []store.Address
-	if err := c.db.View(func(tx *store.Tx) error {
+	if err := c.DB.View(func(tx *store.Tx) error {
 		var err error
 		out, err = tx.Addresses(p, 0)
 		return err
@@ -108,7 +72,7 @@ func (c *copyFSM) dump() string {
 		Ranges    []store.Range
 		Addresses []store.Address
 	}
-	err := c.db.View(func(tx *store.Tx) (err error) {
+	err := c.DB.View(func(tx *store.Tx) (err error) {
 		if v.Fabrics, err = tx.Fabrics(); err != nil {
 			return err
 		}
@@ -131,13 +95,11 @@ func (c *copyFSM) dump() string {
 	return string(b)
 }
 
-var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-
-func machineID(i int) string { return fmt.Sprintf("m-%012x", i) }
-
-func mac(i int) string {
-	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", (i>>16)&0xff, (i>>8)&0xff, i&0xff)
-}
+var (
+	t0        = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	machineID = fsmtest.MachineID
+	mac       = fsmtest.MAC
+)
 
 // commissioned is a machine that reported addresses in its inventory.
 func commissioned(i int, ips ...string) raftfsm.Command {
@@ -155,11 +117,11 @@ func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
 func fabric(name string) raftfsm.Command {
-	return &raftfsm.FabricPut{Fabric: store.Fabric{Name: name, Kind: store.FabricEthernet, Created: t0}}
+	return &raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: name, Kind: store.FabricEthernet, Created: t0}}
 }
 
 func vlan(fab string, vid int) raftfsm.Command {
-	return &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: fab, VID: vid, DHCP: store.DHCPOff, Created: t0}}
+	return &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: fab, VID: vid, DHCP: store.DHCPOff, Created: t0}}
 }
 
 func subnet(cidr, gw string) raftfsm.Command {
@@ -167,19 +129,19 @@ func subnet(cidr, gw string) raftfsm.Command {
 	if gw != "" {
 		s.Gateway = ip(gw)
 	}
-	return &raftfsm.SubnetPut{Subnet: s}
+	return &raftfsm.SubnetPut{Subnet: raftfsm.SubnetBody(s)}
 }
 
 func rng(cidr, kind, first, last string) raftfsm.Command {
-	return &raftfsm.RangePut{Range: store.Range{Subnet: pfx(cidr), Kind: kind, First: ip(first), Last: ip(last), Created: t0}}
+	return &raftfsm.RangePut{Range: raftfsm.Range{Subnet: pfx(cidr), Kind: kind, First: ip(first), Last: ip(last), Created: t0}}
 }
 
 func claim(how, addr, machine string) raftfsm.Command {
-	return &raftfsm.AddressClaim{Address: store.Address{IP: ip(addr), How: how, Machine: machine, Created: t0}}
+	return &raftfsm.AddressClaim{Address: raftfsm.Address{IP: ip(addr), How: how, Machine: machine, Created: t0}}
 }
 
 func reserve(addr, name string) raftfsm.Command {
-	return &raftfsm.AddressClaim{Address: store.Address{IP: ip(addr), How: store.HowReserved, Name: name, Created: t0}}
+	return &raftfsm.AddressClaim{Address: raftfsm.Address{IP: ip(addr), How: store.HowReserved, Name: name, Created: t0}}
 }
 
 func release(addr string) raftfsm.Command { return &raftfsm.AddressRelease{IP: ip(addr)} }

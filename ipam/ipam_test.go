@@ -35,7 +35,7 @@ func TestRules(t *testing.T) {
 		},
 		"overlapping subnet, other fabric": {
 			setup: []raftfsm.Command{fabric("hall-b"), vlan("hall-b", 0)},
-			cmd: &raftfsm.SubnetPut{Subnet: store.Subnet{
+			cmd: &raftfsm.SubnetPut{Subnet: raftfsm.Subnet{
 				CIDR: pfx("10.50.0.0/23"), Fabric: "hall-b", Purpose: "mgmt", Created: t0,
 			}},
 			wantErr: store.ErrConflict, mention: []string{"10.50.0.0/23", "10.50.0.0/24", "hall-a"},
@@ -50,13 +50,13 @@ func TestRules(t *testing.T) {
 			wantErr: store.ErrInvalid, mention: []string{"10.52.0.1", "10.51.0.0/24"},
 		},
 		"subnet VID outside 0–4094": {
-			cmd: &raftfsm.SubnetPut{Subnet: store.Subnet{
+			cmd: &raftfsm.SubnetPut{Subnet: raftfsm.Subnet{
 				CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 4095, Purpose: "storage", Created: t0,
 			}},
 			wantErr: store.ErrInvalid, mention: []string{"4095"},
 		},
 		"unknown purpose": {
-			cmd: &raftfsm.SubnetPut{Subnet: store.Subnet{
+			cmd: &raftfsm.SubnetPut{Subnet: raftfsm.Subnet{
 				CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", Purpose: "gpu", Created: t0,
 			}},
 			wantErr: store.ErrInvalid, mention: []string{`"gpu"`, "provisioning, mgmt, bmc, storage, ib, other"},
@@ -149,21 +149,21 @@ func TestRules(t *testing.T) {
 		"VLAN twice":     {cmd: vlan("hall-a", 0), wantErr: store.ErrConflict, mention: []string{"VLAN 0", `"hall-a"`}},
 		"VLAN of no fab": {cmd: vlan("hall-z", 10), wantErr: store.ErrNotFound, mention: []string{"hall-z"}},
 		"VLAN serving DHCP without a node": {
-			cmd:     &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPFull}},
+			cmd:     &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPFull}},
 			wantErr: store.ErrInvalid, mention: []string{"hall-a/10", "-node"},
 		},
 		"VLAN DHCP mode unknown": {
-			cmd:     &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: "relay"}},
+			cmd:     &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 10, DHCP: "relay"}},
 			wantErr: store.ErrInvalid, mention: []string{`"relay"`, "off, full, proxy"},
 		},
 		"VLAN boot loader unknown": {
-			cmd:     &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: "grub"}},
+			cmd:     &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: "grub"}},
 			wantErr: store.ErrInvalid, mention: []string{`"grub"`, "ipxe, pxelinux"},
 		},
-		"VLAN boot loader pxelinux": {cmd: &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: store.BootLoaderPXELinux}}},
-		"VLAN boot loader ipxe":     {cmd: &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: store.BootLoaderIPXE}}},
+		"VLAN boot loader pxelinux": {cmd: &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: store.BootLoaderPXELinux}}},
+		"VLAN boot loader ipxe":     {cmd: &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 10, DHCP: store.DHCPOff, BootLoader: store.BootLoaderIPXE}}},
 		"fabric kind unknown": {
-			cmd:     &raftfsm.FabricPut{Fabric: store.Fabric{Name: "hall-c", Kind: "token-ring"}},
+			cmd:     &raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "hall-c", Kind: "token-ring"}},
 			wantErr: store.ErrInvalid, mention: []string{`"token-ring"`, "ethernet, infiniband"},
 		},
 		"fabric twice": {cmd: fabric("hall-a"), wantErr: store.ErrConflict, mention: []string{`"hall-a"`}},
@@ -205,7 +205,7 @@ func TestRules(t *testing.T) {
 			c := site(t)
 			c.must(tc.setup...)
 			before := c.dump()
-			err := c.apply(tc.cmd)
+			err := c.Apply(tc.cmd)
 			if tc.wantErr == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -249,7 +249,7 @@ func allocate(t testing.TB, c *copyFSM, p netip.Prefix, machine string) netip.Ad
 	if err != nil {
 		t.Fatalf("pick in %s: %v", p, err)
 	}
-	if err := c.apply(claim(store.HowAuto, a.String(), machine)); err != nil {
+	if err := c.Apply(claim(store.HowAuto, a.String(), machine)); err != nil {
 		t.Fatalf("claim %s: %v", a, err)
 	}
 	return a
@@ -363,7 +363,7 @@ func TestReleaseReallocates(t *testing.T) {
 	if a := allocate(t, c, p, machineID(1)); a.String() != "10.50.0.54" {
 		t.Fatalf("allocated %s, want 10.50.0.54", a)
 	}
-	err := c.apply(release("10.50.0.99"))
+	err := c.Apply(release("10.50.0.99"))
 	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "10.50.0.99") {
 		t.Fatalf("release of a free address: %v", err)
 	}
@@ -378,7 +378,7 @@ func TestAdoption(t *testing.T) {
 	)
 	// A subnet defined after the machines reported: their addresses in it
 	// are recorded, nothing else.
-	c.must(&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", Purpose: "storage", Created: t0}})
+	c.must(&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", Purpose: "storage", Created: t0}})
 	got := map[string]string{}
 	for _, a := range c.used(pfx("10.60.0.0/24")) {
 		if a.How != store.HowAdopted || a.Subnet != pfx("10.60.0.0/24") {
@@ -401,13 +401,13 @@ func TestAdoption(t *testing.T) {
 	if a := allocate(t, c, pfx("10.60.0.0/24"), machineID(1)); a.String() != "10.60.0.19" {
 		t.Fatalf("allocated %s, want 10.60.0.19", a)
 	}
-	c.must(&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: pfx("fd00:60::/64"), Fabric: "hall-a", Purpose: "storage", Created: t0}})
+	c.must(&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: pfx("fd00:60::/64"), Fabric: "hall-a", Purpose: "storage", Created: t0}})
 	if u := c.used(pfx("fd00:60::/64")); len(u) != 1 || u[0].IP != ip("fd00:60::17") || u[0].Machine != machineID(2) {
 		t.Fatalf("IPv6 adoption: %+v", u)
 	}
 	// And a dynamic range may not be laid over an adopted address? It may:
 	// adoption records what is, the DHCP server skips used addresses.
-	if err := c.apply(rng("10.60.0.0/24", store.RangeDynamic, "10.60.0.30", "10.60.0.50")); err != nil {
+	if err := c.Apply(rng("10.60.0.0/24", store.RangeDynamic, "10.60.0.30", "10.60.0.50")); err != nil {
 		t.Fatalf("dynamic range over an adopted address: %v", err)
 	}
 }
@@ -449,7 +449,7 @@ func TestHintsFollowRanges(t *testing.T) {
 			c := site(t)
 			p := pfx("10.70.0.0/26") // 62 hosts
 			s := store.Subnet{CIDR: p, Fabric: "hall-a", Purpose: "mgmt", Gateway: ip("10.70.0.9"), Created: t0}
-			c.must(&raftfsm.SubnetPut{Subnet: s})
+			c.must(&raftfsm.SubnetPut{Subnet: raftfsm.SubnetBody(s)})
 			used := map[netip.Addr]bool{}
 			var ranges []store.Range
 			host := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 70, 0, byte(1 + i%62)}) }
@@ -493,7 +493,7 @@ func TestHintsFollowRanges(t *testing.T) {
 					}
 					kind := []string{store.RangeStatic, store.RangeReserved, store.RangeDynamic}[r.IntN(3)]
 					rg := store.Range{Subnet: p, Kind: kind, First: first, Last: last, Created: t0}
-					if err := c.apply(&raftfsm.RangePut{Range: rg}); err == nil {
+					if err := c.Apply(&raftfsm.RangePut{Range: raftfsm.RangeBody(rg)}); err == nil {
 						ranges = append(ranges, rg)
 						slices.SortFunc(ranges, func(a, b store.Range) int { return a.First.Compare(b.First) })
 					}
@@ -536,22 +536,22 @@ func TestHintsFollowRanges(t *testing.T) {
 func TestSubnetCreatesItsVLAN(t *testing.T) {
 	c := newCopy(t)
 	c.must(fabric("hall-a"))
-	c.must(&raftfsm.NodePut{Node: store.Node{Name: "rack1", RaftAddr: "127.0.0.1:8300", Joined: t0}})
-	c.must(&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 200, Purpose: "storage", Created: t0}})
+	c.must(&raftfsm.NodePut{Node: raftfsm.Node{Name: "rack1", RaftAddr: "127.0.0.1:8300", Joined: t0}})
+	c.must(&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: pfx("10.60.0.0/24"), Fabric: "hall-a", VID: 200, Purpose: "storage", Created: t0}})
 	var v store.VLAN
-	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
+	c.DB.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
 	if !v.Implicit || v.DHCP != store.DHCPOff {
 		t.Fatalf("implicit VLAN: %+v", v)
 	}
-	add := &raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "hall-a", VID: 200, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "rack1"}}, Created: t0}}
-	if err := c.apply(add); err != nil {
+	add := &raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "hall-a", VID: 200, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: "rack1"}}, Created: t0}}
+	if err := c.Apply(add); err != nil {
 		t.Fatalf("vlan add over an implicit VLAN: %v", err)
 	}
-	c.db.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
+	c.DB.View(func(tx *store.Tx) error { v, _ = tx.VLAN("hall-a", 200); return nil })
 	if v.Implicit || v.DHCP != store.DHCPFull {
 		t.Fatalf("described VLAN: %+v", v)
 	}
-	if err := c.apply(add); !errors.Is(err, store.ErrConflict) {
+	if err := c.Apply(add); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("second vlan add: %v", err)
 	}
 }

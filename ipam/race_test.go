@@ -37,9 +37,9 @@ func raceOnce(t *testing.T, seed uint64) {
 	// catchUp applies the log on node i up to position upto.
 	catchUp := func(i, upto int) {
 		n := nodes[i]
-		for int(n.idx) < upto {
-			pos := int(n.idx)
-			err := n.applyRaw(log[pos])
+		for int(n.Index) < upto {
+			pos := int(n.Index)
+			err := n.ApplyRaw(log[pos])
 			if first, ok := results[pos]; !ok {
 				results[pos] = outcome{err}
 			} else if (first.err == nil) != (err == nil) || err != nil && err.Error() != first.err.Error() {
@@ -99,7 +99,7 @@ func raceOnce(t *testing.T, seed uint64) {
 		i := r.IntN(len(nodes))
 		n := nodes[i]
 		// The node catches up part of the way: it lags by a random amount.
-		catchUp(i, int(n.idx)+r.IntN(len(log)-int(n.idx)+1))
+		catchUp(i, int(n.Index)+r.IntN(len(log)-int(n.Index)+1))
 		if r.IntN(4) == 0 {
 			// Release something this node believes is used.
 			if used := n.used(p); len(used) > 0 {
@@ -133,7 +133,7 @@ func raceOnce(t *testing.T, seed uint64) {
 	}
 	for a := range held {
 		for i, n := range nodes {
-			if err := n.db.View(func(tx *store.Tx) error {
+			if err := n.DB.View(func(tx *store.Tx) error {
 				if !tx.AddressUsed(a) {
 					return fmt.Errorf("%s claimed but not recorded", a)
 				}
@@ -153,7 +153,7 @@ func raceOnce(t *testing.T, seed uint64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := nodes[0].apply(claim(store.HowAuto, a.String(), machineID(0))); err != nil {
+		if err := nodes[0].Apply(claim(store.HowAuto, a.String(), machineID(0))); err != nil {
 			t.Fatalf("claim %s on a caught-up copy: %v", a, err)
 		}
 		free++

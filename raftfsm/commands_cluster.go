@@ -10,12 +10,12 @@ import (
 // ClusterInit records the cluster identity at bootstrap. It is applied once;
 // a second one fails with a conflict.
 type ClusterInit struct {
-	Identity store.ClusterIdentity `json:"identity"`
+	Identity ClusterIdentity `json:"identity"`
 }
 
 // NodePut records (or updates) an appliance node's addresses.
 type NodePut struct {
-	Node store.Node `json:"node"`
+	Node Node `json:"node"`
 }
 
 // NodeRemove forgets an appliance node.
@@ -25,8 +25,8 @@ type NodeRemove struct {
 
 // JoinCodeAdd registers a join code by the hash of its secret.
 type JoinCodeAdd struct {
-	Code store.JoinCode `json:"code"`
-	Now  time.Time      `json:"now"`
+	Code JoinCode  `json:"code"`
+	Now  time.Time `json:"now"`
 }
 
 // JoinCodeUse spends a join code; it fails when the code is unknown, used or
@@ -49,18 +49,18 @@ func (*NodeRemove) Version() uint8  { return 1 }
 func (*JoinCodeAdd) Version() uint8 { return 1 }
 func (*JoinCodeUse) Version() uint8 { return 1 }
 
-func (c *ClusterInit) apply(tx *store.Tx) error { return tx.PutIdentity(c.Identity) }
+func (c *ClusterInit) apply(tx *store.Tx) error { return tx.PutIdentity(c.Identity.record()) }
 
 func (c *NodePut) apply(tx *store.Tx) error {
 	if c.Node.Name == "" || c.Node.RaftAddr == "" {
 		return fmt.Errorf("node needs a name and a raft address: %w", store.ErrInvalid)
 	}
-	return tx.PutNode(c.Node)
+	return tx.PutNode(c.Node.record())
 }
 
 func (c *NodeRemove) apply(tx *store.Tx) error { return tx.DeleteNode(c.Name) }
 
-func (c *JoinCodeAdd) apply(tx *store.Tx) error { return tx.AddJoinCode(c.Code, c.Now) }
+func (c *JoinCodeAdd) apply(tx *store.Tx) error { return tx.AddJoinCode(c.Code.record(), c.Now) }
 
 func (c *JoinCodeUse) apply(tx *store.Tx) error { return tx.UseJoinCode(c.SecretHash, c.Node, c.Now) }
 

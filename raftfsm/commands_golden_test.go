@@ -21,9 +21,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/rollcall/rollcall/store"
-	"github.com/rollcall/rollcall/store/inventory"
 )
 
 // Golden log entries: testdata/golden holds, for every command type and
@@ -89,6 +86,8 @@ var legacyEncoders = map[string]func(Command) ([]byte, error){
 	},
 }
 
+func hash64(s string) string { return fmt.Sprintf("%064x", []byte(s)) }
+
 // gt is a distinct time for each n, with nanoseconds, so that a decoder
 // that swaps two times or drops their precision shows.
 func gt(n int) time.Time {
@@ -102,7 +101,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 	t.Helper()
 	ip := netip.MustParseAddr
 	pfx := netip.MustParsePrefix
-	bmc := store.BMC{
+	bmc := BMC{
 		Driver: "redfish", Address: "10.1.0.21", MAC: "52:54:00:00:b0:21", User: "rollcall",
 		PasswordSealed: []byte{0x01, 0xa5, 0x5a, 0xff, 0x00, 0x10}, PasswordAAD: "m-00000000c0de@10.1.0.21",
 		CertSHA256: hash64("bmc-cert"), Operator: true, Source: "agent",
@@ -113,8 +112,8 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		Key: "uuid:4c4c4544-0042-3510-8052-b4c04f564433", UUID: "4c4c4544-0042-3510-8052-b4c04f564433",
 		Serial: "B5RVD43", BootMAC: "52:54:00:00:c0:01", MACs: []string{"52:54:00:00:c0:01", "52:54:00:00:c0:02"},
 	}
-	event := store.Event{Machine: "m-00000000c0de", Index: 77, Time: gt(2), Kind: "note", Message: "rack 4, slot 12"}
-	files := []store.ImageFile{
+	event := Event{Machine: "m-00000000c0de", Index: 77, Time: gt(2), Kind: "note", Message: "rack 4, slot 12"}
+	files := []ImageFile{
 		{Name: "kernel", Size: 12345678, SHA256: hash64("kernel")},
 		{Name: "initrd", Size: 87654321, SHA256: hash64("initrd")},
 		{Name: "squashfs", Size: 1 << 31, SHA256: hash64("squashfs")},
@@ -131,14 +130,14 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&Batch{Entries: [][]byte{mustEncode(&MachineDelete{ID: "m-00000000ba01"}), mustEncode(&NodeRemove{Name: "n9"})}},
 		&StateCheck{Now: gt(3)},
 
-		&ClusterInit{Identity: store.ClusterIdentity{
+		&ClusterInit{Identity: ClusterIdentity{
 			CACertPEM: "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUR29sZGVu\n-----END CERTIFICATE-----\n", SealedCAKey: []byte("sealed-ca-key\x00\x01"),
 			AdminTokenHash: hash64("admin-token"), SealedAdminToken: []byte("sealed-admin\xfe"),
 			AgentTokenHash: hash64("agent-token"), SealedAgentToken: []byte("sealed-agent\xfd"), Created: gt(4),
 		}},
-		&NodePut{Node: store.Node{Name: "n2", RaftAddr: "10.0.0.2:8300", HTTPAddr: "10.0.0.2:8443", Joined: gt(5), Index: 4242}},
+		&NodePut{Node: Node{Name: "n2", RaftAddr: "10.0.0.2:8300", HTTPAddr: "10.0.0.2:8443", Joined: gt(5), Index: 4242}},
 		&NodeRemove{Name: "n3"},
-		&JoinCodeAdd{Code: store.JoinCode{
+		&JoinCodeAdd{Code: JoinCode{
 			SecretHash: hash64("join"), Expires: gt(6), CreatedBy: "admin@n1", Created: gt(7), UsedBy: "n4", Used: gt(8),
 		}, Now: gt(9)},
 		&JoinCodeUse{SecretHash: hash64("join2"), Node: "n5", Now: gt(10)},
@@ -149,7 +148,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&MachineEnlist{NewID: "m-00000000e001", Identity: identity, Node: "n1", Now: gt(12), AgentMAC: "52:54:00:00:c0:01"},
 		&Commission{
 			NewID: "m-00000000c001", Identity: identity, IPs: []string{"10.9.0.17", "fd00::17"},
-			Summary: inventory.Summary{
+			Summary: Summary{
 				Manufacturer: "Dell Inc.", Product: "PowerEdge R650", CPUModel: "Intel Xeon Gold 6338",
 				Sockets: 2, Cores: 64, Threads: 128, MemoryBytes: 512 << 30, DIMMs: 16, Disks: 4, DiskBytes: 7680 << 30,
 				NVMe: 2, NICs: 4, GPUs: 2, GPUModels: []string{"NVIDIA A100", "NVIDIA A100"}, IBHCAs: 1, TPM: "2.0",
@@ -159,26 +158,26 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		},
 		&Recommission{ID: "m-00000000c0de", Reason: "replaced DIMM B2", Now: gt(14)},
 
-		&FabricPut{Fabric: store.Fabric{Name: "fab1", Kind: "ethernet", Created: gt(15), Index: 15}},
+		&FabricPut{Fabric: Fabric{Name: "fab1", Kind: "ethernet", Created: gt(15), Index: 15}},
 		&FabricDelete{Name: "fab2"},
-		&VLANPut{VLAN: store.VLAN{
+		&VLANPut{VLAN: VLAN{
 			Fabric: "fab1", VID: 100, MTU: 9000, DHCP: "full",
-			Servers:    []store.VLANServer{{Node: "n1", Iface: "eth1"}, {Node: "n2", Iface: "bond0.100"}},
+			Servers:    []VLANServer{{Node: "n1", Iface: "eth1"}, {Node: "n2", Iface: "bond0.100"}},
 			BootLoader: "pxelinux", Implicit: true, Created: gt(16), Index: 16,
 		}, Replace: true},
 		&VLANDelete{Fabric: "fab1", VID: 200},
-		&SubnetPut{Subnet: store.Subnet{
+		&SubnetPut{Subnet: Subnet{
 			CIDR: pfx("10.9.0.0/16"), Name: "prov", Fabric: "fab1", VID: 100, Purpose: "provisioning",
 			Gateway: ip("10.9.0.1"), DNS: []netip.Addr{ip("10.9.0.2"), ip("fd00::53")}, Domain: "lab.example",
 			Created: gt(17), Index: 17,
 		}},
 		&SubnetDelete{CIDR: pfx("fd00:1::/64"), Force: true},
-		&RangePut{Range: store.Range{
+		&RangePut{Range: Range{
 			Subnet: pfx("10.9.0.0/16"), Kind: "dynamic", First: ip("10.9.1.0"), Last: ip("10.9.1.255"),
 			Comment: "pxe pool", Created: gt(18), Index: 18,
 		}},
 		&RangeDelete{Subnet: pfx("10.9.0.0/16"), First: ip("10.9.2.0")},
-		&AddressClaim{Address: store.Address{
+		&AddressClaim{Address: Address{
 			IP: ip("10.9.0.40"), Subnet: pfx("10.9.0.0/16"), How: "pinned", Machine: "m-00000000c0de",
 			Interface: "eno1", Name: "node1-eno1", Created: gt(19), Index: 19,
 		}},
@@ -197,18 +196,18 @@ func representativeCommands(t testing.TB) map[Type]Command {
 				{IP: ip("10.9.1.12"), MAC: "52:54:00:00:10:03", Declined: true, Until: gt(31)},
 				{IP: ip("10.9.1.13"), MAC: "52:54:00:00:10:04"},
 			},
-			Seen: []store.Seen{
+			Seen: []Seen{
 				{MAC: "52:54:00:00:10:05", Node: "n1", Interface: "eth1", VLAN: "fab1/100", Arch: 7, UserClass: "iPXE", Last: gt(32)},
 				{MAC: "52:54:00:00:10:06", Node: "n1", Last: gt(33)},
 			},
 		},
 		&LeaseExpire{First: ip("10.9.1.0"), Last: ip("10.9.1.255"), Now: gt(34)},
 
-		&ImagePut{Image: store.Image{Name: "ubuntu-24.04", Files: files, Nodes: []string{"n1"}, Created: gt(35), Index: 35}},
+		&ImagePut{Image: Image{Name: "ubuntu-24.04", Files: files, Nodes: []string{"n1"}, Created: gt(35), Index: 35}},
 		&ImageDelete{Name: "debian-12"},
 		&ImageHave{Name: "ubuntu-24.04", Node: "n2", Files: files, Now: gt(36)},
 
-		&JobEnqueue{Job: store.Job{
+		&JobEnqueue{Job: Job{
 			ID: "j-0000000000000001", Machine: "m-00000000c0de", Kind: "boot-device", Arg: "pxe", Persistent: true, UEFI: true,
 			Runner: "n2", Created: gt(37), Requester: "admin", StartedBy: "n3", Started: gt(38), StartedUntil: gt(39),
 			Attempts: 2, Done: true, Finished: gt(40), Result: "on", Error: "timeout", Index: 40,
@@ -217,7 +216,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&JobFinish{
 			ID: "j-0000000000000003", Node: "n1", Result: "off", Error: "bmc busy",
 			BMC:    &BMCUpdate{Driver: "redfish", CertSHA256: hash64("new-cert")},
-			Events: []store.Event{event, {Machine: "m-00000000c0df", Index: 78, Time: gt(44), Kind: "power", Message: "off"}},
+			Events: []Event{event, {Machine: "m-00000000c0df", Index: 78, Time: gt(44), Kind: "power", Message: "off"}},
 			Now:    gt(45),
 		},
 		&BMCSet{Machine: "m-00000000c0de", BMC: bmc, Now: gt(46)},

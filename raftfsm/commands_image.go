@@ -13,7 +13,7 @@ import (
 // the node that imported it. Other nodes fetch and verify the files, then
 // announce them with ImageHave.
 type ImagePut struct {
-	Image store.Image `json:"image"`
+	Image Image `json:"image"`
 }
 
 // ImageDelete forgets an image.
@@ -24,10 +24,10 @@ type ImageDelete struct {
 // ImageHave says a node holds verified copies of an image's files, as they
 // were when the image had this content (Files must match the record).
 type ImageHave struct {
-	Name  string            `json:"name"`
-	Node  string            `json:"node"`
-	Files []store.ImageFile `json:"files"`
-	Now   time.Time         `json:"now"`
+	Name  string      `json:"name"`
+	Node  string      `json:"node"`
+	Files []ImageFile `json:"files"`
+	Now   time.Time   `json:"now"`
 }
 
 func (*ImagePut) Type() Type                    { return TypeImagePut }
@@ -39,7 +39,7 @@ func (*ImageHave) Version() uint8               { return 1 }
 func (c *ImageDelete) apply(tx *store.Tx) error { return tx.DeleteImage(c.Name) }
 
 func (c *ImagePut) apply(tx *store.Tx) error {
-	im := c.Image
+	im := c.Image.record()
 	if err := store.ValidImageName(im.Name); err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (c *ImageHave) apply(tx *store.Tx) error {
 	if err != nil {
 		return err
 	}
-	if !slices.Equal(im.Files, c.Files) {
+	if !slices.Equal(im.Files, records(c.Files)) {
 		return fmt.Errorf("image %s changed since %s verified it: %w", c.Name, c.Node, store.ErrConflict)
 	}
 	if slices.Contains(im.Nodes, c.Node) {

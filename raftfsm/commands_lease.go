@@ -70,7 +70,7 @@ type LeaseBatch struct {
 	Now      time.Time      `json:"now"`
 	Grants   []LeaseGrant   `json:"grants,omitempty"`
 	Releases []LeaseRelease `json:"releases,omitempty"`
-	Seen     []store.Seen   `json:"seen,omitempty"`
+	Seen     []Seen         `json:"seen,omitempty"`
 }
 
 // LeaseExpire removes leases that ended before Now in [First, Last].
@@ -228,7 +228,7 @@ func (c *LeaseBatch) apply(tx *store.Tx) error {
 		}
 	}
 	for _, s := range c.Seen {
-		if err := tx.PutSeen(s); err != nil {
+		if err := tx.PutSeen(s.record()); err != nil {
 			return err
 		}
 	}
@@ -263,14 +263,20 @@ func (c *LeaseBatch) marshalBody() ([]byte, error) {
 	}
 	w.Uvarint(uint64(len(c.Seen)))
 	for _, s := range c.Seen {
-		s.Append(w)
+		w.String(s.MAC)
+		w.String(s.Node)
+		w.String(s.Interface)
+		w.String(s.VLAN)
+		w.Varint(int64(s.Arch))
+		w.String(s.UserClass)
+		w.Time(s.Last)
 	}
 	return w.Bytes(), nil
 }
 
-// Smallest encodings of a grant and a release: what a count in the body may
-// claim at most per remaining byte.
-const minGrantBytes, minReleaseBytes = 6, 4
+// Smallest encodings of a grant, a release and a sighting: what a count in
+// the body may claim at most per remaining byte.
+const minGrantBytes, minReleaseBytes, minSeenBytes = 6, 4, 7
 
 func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
 	if version == 1 {
@@ -297,9 +303,12 @@ func (c *LeaseBatch) unmarshalBody(version uint8, b []byte) error {
 	for i := range c.Releases {
 		c.Releases[i] = LeaseRelease{IP: r.Addr(), MAC: r.String(), Declined: r.Bool(), Until: r.Time()}
 	}
-	c.Seen = make([]store.Seen, r.Len(store.MinSeenBytes))
+	c.Seen = make([]Seen, r.Len(minSeenBytes))
 	for i := range c.Seen {
-		c.Seen[i] = store.ReadSeen(r)
+		c.Seen[i] = Seen{
+			MAC: r.String(), Node: r.String(), Interface: r.String(), VLAN: r.String(),
+			Arch: int(r.Varint()), UserClass: r.String(), Last: r.Time(),
+		}
 	}
 	if err := r.Done(); err != nil {
 		return fmt.Errorf("lease batch body: %w", err)

@@ -27,7 +27,7 @@ type MachineDelete struct {
 
 // MachineEvent appends to a machine's history.
 type MachineEvent struct {
-	Event store.Event `json:"event"`
+	Event Event `json:"event"`
 }
 
 func (*MachineCreate) Type() Type { return TypeMachineCreate }
@@ -74,7 +74,7 @@ func (c *MachineEvent) apply(tx *store.Tx) error {
 	if _, err := tx.Machine(c.Event.Machine); err != nil {
 		return err
 	}
-	return tx.AddEvent(c.Event)
+	return tx.AddEvent(c.Event.record())
 }
 
 func machineCommands() map[Type]commandInfo {
@@ -114,14 +114,14 @@ type MachineEnlist struct {
 // Commission stores an inventory upload and moves the machine to ready. The
 // BMC password in BMC is already sealed; Inventory carries no password.
 type Commission struct {
-	NewID     string            `json:"new_id"`
-	Identity  Identity          `json:"identity"`
-	IPs       []string          `json:"ips,omitempty"`
-	Summary   inventory.Summary `json:"summary"`
-	Inventory json.RawMessage   `json:"inventory"`
-	BMC       *store.BMC        `json:"bmc,omitempty"`
-	Node      string            `json:"node,omitempty"`
-	Now       time.Time         `json:"now"`
+	NewID     string          `json:"new_id"`
+	Identity  Identity        `json:"identity"`
+	IPs       []string        `json:"ips,omitempty"`
+	Summary   Summary         `json:"summary"`
+	Inventory json.RawMessage `json:"inventory"`
+	BMC       *BMC            `json:"bmc,omitempty"`
+	Node      string          `json:"node,omitempty"`
+	Now       time.Time       `json:"now"`
 	// AgentMAC is the MAC of the boot token the upload came with, as for
 	// MachineEnlist. Added in body version 3.
 	AgentMAC string `json:"agent_mac,omitempty"`
@@ -208,31 +208,39 @@ func findOrCreate(tx *store.Tx, id Identity, newID string, now time.Time) (store
 	return store.Machine{ID: newID, State: store.StateNew, CreatedAt: now}, false, nil
 }
 
-// adopt sets the identity fields and takes the reported MACs, moving any
-// that another machine held (a NIC moved between servers) with an event on
-// both. It writes the other machines; the caller writes m.
-func adopt(tx *store.Tx, m *store.Machine, id Identity, now time.Time) error {
+// adopt sets the identity fields and takes the reported MACs, and returns
+// the moves of those that another machine held (a NIC moved between
+// servers). It only reads: the caller checks everything else, then writes
+// the moves (each with an event on the machine that lost the MAC) before m.
+func adopt(tx *store.Tx, m *store.Machine, id Identity, now time.Time) ([]macMove, error) {
 	macs := dedupeStrings(append([]string{id.BootMAC}, id.MACs...))
+	var moves []macMove
+	// A machine that gives up several MACs is written once for each, as it
+	// stands after the moves before: the writes (and so the change log and
+	// the state hash) stay what they were when adopt wrote as it went.
+	moved := map[string]store.Machine{}
 	for _, mac := range macs {
 		for _, other := range tx.MachineIDsByMAC(mac) {
 			if other == m.ID {
 				continue
 			}
-			o, err := tx.Machine(other)
-			if err != nil {
-				return err
+			o, ok := moved[other]
+			if !ok {
+				var err error
+				if o, err = tx.Machine(other); err != nil {
+					return nil, err
+				}
 			}
 			o.MACs = removeString(o.MACs, mac)
 			if o.BootMAC == mac {
 				o.BootMAC = ""
 			}
 			o.UpdatedAt = now
-			if err := tx.PutMachine(o); err != nil {
-				return err
-			}
-			if err := tx.AddEvent(store.Event{Machine: o.ID, Time: now, Kind: "mac-moved", Message: fmt.Sprintf("%s now belongs to %s", mac, m.ID)}); err != nil {
-				return err
-			}
+			moved[other] = o
+			moves = append(moves, macMove{
+				machine: o,
+				event:   store.Event{Machine: o.ID, Time: now, Kind: "mac-moved", Message: fmt.Sprintf("%s now belongs to %s", mac, m.ID)},
+			})
 		}
 	}
 	if id.Key != "" {
@@ -253,7 +261,29 @@ func adopt(tx *store.Tx, m *store.Machine, id Identity, now time.Time) error {
 		m.BootMAC = macs[0]
 	}
 	m.LastSeen, m.UpdatedAt = now, now
-	return nil
+	return moves, nil
+}
+
+// macMove is one MAC taken from another machine: that machine as it is
+// written without it, and its event.
+type macMove struct {
+	machine store.Machine
+	event   store.Event
+}
+
+// putAdopted writes what adopt decided and then m with its events. Every
+// check has passed by then: the moves free m's MACs, m keeps its name, and
+// a new m's ID was checked (findOrCreate), so PutMachine refuses nothing.
+func putAdopted(tx *store.Tx, moves []macMove, m store.Machine, now time.Time, events []store.Event) error {
+	for _, mv := range moves {
+		if err := tx.PutMachine(mv.machine); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(mv.event); err != nil {
+			return err
+		}
+	}
+	return putWithEvents(tx, m, now, events)
 }
 
 func (c *MachineEnlist) apply(tx *store.Tx) error {
@@ -275,10 +305,11 @@ func (c *MachineEnlist) apply(tx *store.Tx) error {
 		events = append(events, store.Event{Kind: "state", Message: m.State + " → " + store.StateCommissioning + " (agent started)"})
 		m.State = store.StateCommissioning
 	}
-	if err := adopt(tx, &m, c.Identity, c.Now); err != nil {
+	moves, err := adopt(tx, &m, c.Identity, c.Now)
+	if err != nil {
 		return err
 	}
-	return putWithEvents(tx, m, c.Now, events)
+	return putAdopted(tx, moves, m, c.Now, events)
 }
 
 func (c *Commission) apply(tx *store.Tx) error {
@@ -299,12 +330,13 @@ func (c *Commission) apply(tx *store.Tx) error {
 	if !found {
 		events = append(events, store.Event{Kind: "enlisted", Message: "first contact from " + describe(c.Identity)})
 	}
-	events = append(events, store.Event{Kind: "commissioned", Message: fmt.Sprintf("%s → ready: inventory received (%s)", m.State, summaryLine(c.Summary))})
-	if err := adopt(tx, &m, c.Identity, c.Now); err != nil {
+	events = append(events, store.Event{Kind: "commissioned", Message: fmt.Sprintf("%s → ready: inventory received (%s)", m.State, summaryLine(c.Summary.record()))})
+	moves, err := adopt(tx, &m, c.Identity, c.Now)
+	if err != nil {
 		return err
 	}
 	m.State = store.StateReady
-	m.Summary = c.Summary
+	m.Summary = c.Summary.record()
 	m.IPs = c.IPs
 	m.Commissioned = c.Now
 	switch {
@@ -316,14 +348,14 @@ func (c *Commission) apply(tx *store.Tx) error {
 			events = append(events, store.Event{Kind: "bmc-kept", Message: fmt.Sprintf("the agent reported BMC %s %s; kept the one an operator set (%s %s)", c.BMC.Driver, c.BMC.Address, m.BMC.Driver, m.BMC.Address)})
 		}
 	default:
-		bmc := mergeBMC(m.BMC, *c.BMC)
+		bmc := mergeBMC(m.BMC, c.BMC.record())
 		bmc.UpdatedAt = c.Now
 		m.BMC = &bmc
 		if len(bmc.Errors) > 0 {
 			events = append(events, store.Event{Kind: "bmc-error", Message: strings.Join(bmc.Errors, "; ")})
 		}
 	}
-	if err := putWithEvents(tx, m, c.Now, events); err != nil {
+	if err := putAdopted(tx, moves, m, c.Now, events); err != nil {
 		return err
 	}
 	return tx.PutInventory(m.ID, c.Inventory)

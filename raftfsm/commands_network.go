@@ -12,7 +12,7 @@ import (
 
 // FabricPut adds a fabric.
 type FabricPut struct {
-	Fabric store.Fabric `json:"fabric"`
+	Fabric Fabric `json:"fabric"`
 }
 
 // FabricDelete removes an empty fabric.
@@ -22,8 +22,8 @@ type FabricDelete struct {
 
 // VLANPut adds a VLAN, or replaces one when Replace is set.
 type VLANPut struct {
-	VLAN    store.VLAN `json:"vlan"`
-	Replace bool       `json:"replace,omitempty"`
+	VLAN    VLAN `json:"vlan"`
+	Replace bool `json:"replace,omitempty"`
 }
 
 // VLANDelete removes a VLAN without subnets.
@@ -35,7 +35,7 @@ type VLANDelete struct {
 // SubnetPut adds a subnet and adopts the addresses machines already have in
 // it.
 type SubnetPut struct {
-	Subnet store.Subnet `json:"subnet"`
+	Subnet Subnet `json:"subnet"`
 }
 
 // SubnetDelete removes a subnet and its ranges; with Force also its
@@ -47,7 +47,7 @@ type SubnetDelete struct {
 
 // RangePut adds a range to a subnet.
 type RangePut struct {
-	Range store.Range `json:"range"`
+	Range Range `json:"range"`
 }
 
 // RangeDelete removes a range.
@@ -59,7 +59,7 @@ type RangeDelete struct {
 // AddressClaim records a used address; the state machine refuses one that
 // is taken by the time the claim is applied.
 type AddressClaim struct {
-	Address store.Address `json:"address"`
+	Address Address `json:"address"`
 }
 
 // AddressRelease frees an address.
@@ -90,10 +90,11 @@ func (*AddressClaim) Version() uint8   { return 1 }
 func (*AddressRelease) Version() uint8 { return 1 }
 
 func (c *FabricPut) apply(tx *store.Tx) error {
-	if err := ipam.CheckFabric(tx, c.Fabric); err != nil {
+	f := c.Fabric.record()
+	if err := ipam.CheckFabric(tx, f); err != nil {
 		return err
 	}
-	return tx.PutFabric(c.Fabric)
+	return tx.PutFabric(f)
 }
 
 func (c *FabricDelete) apply(tx *store.Tx) error {
@@ -104,10 +105,10 @@ func (c *FabricDelete) apply(tx *store.Tx) error {
 }
 
 func (c *VLANPut) apply(tx *store.Tx) error {
-	if err := ipam.CheckVLAN(tx, c.VLAN, c.Replace); err != nil {
+	v := c.VLAN.record()
+	if err := ipam.CheckVLAN(tx, v, c.Replace); err != nil {
 		return err
 	}
-	v := c.VLAN
 	v.Implicit = false // an operator has described it now
 	if old, err := tx.VLAN(v.Fabric, v.VID); err == nil && !c.Replace {
 		v.Created = old.Created
@@ -122,15 +123,15 @@ func (c *VLANDelete) apply(tx *store.Tx) error {
 	return tx.DeleteVLAN(c.Fabric, c.VID)
 }
 
-func (c *SubnetPut) apply(tx *store.Tx) error { return ipam.AddSubnet(tx, c.Subnet) }
+func (c *SubnetPut) apply(tx *store.Tx) error { return ipam.AddSubnet(tx, c.Subnet.record()) }
 
 func (c *SubnetDelete) apply(tx *store.Tx) error { return ipam.DeleteSubnet(tx, c.CIDR, c.Force) }
 
-func (c *RangePut) apply(tx *store.Tx) error { return ipam.AddRange(tx, c.Range) }
+func (c *RangePut) apply(tx *store.Tx) error { return ipam.AddRange(tx, c.Range.record()) }
 
 func (c *RangeDelete) apply(tx *store.Tx) error { return ipam.DeleteRange(tx, c.Subnet, c.First) }
 
-func (c *AddressClaim) apply(tx *store.Tx) error { return ipam.Claim(tx, c.Address) }
+func (c *AddressClaim) apply(tx *store.Tx) error { return ipam.Claim(tx, c.Address.record()) }
 
 func (c *AddressRelease) apply(tx *store.Tx) error { return ipam.Release(tx, c.IP) }
 

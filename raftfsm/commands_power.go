@@ -20,7 +20,7 @@ const maxJobAttempts = 3
 
 // JobEnqueue queues a job.
 type JobEnqueue struct {
-	Job store.Job `json:"job"`
+	Job Job       `json:"job"`
 	Now time.Time `json:"now"`
 }
 
@@ -41,19 +41,19 @@ type BMCUpdate struct {
 
 // JobFinish records a job's outcome, with events for the machine.
 type JobFinish struct {
-	ID     string        `json:"id"`
-	Node   string        `json:"node"`
-	Result string        `json:"result,omitempty"`
-	Error  string        `json:"error,omitempty"`
-	BMC    *BMCUpdate    `json:"bmc,omitempty"`
-	Events []store.Event `json:"events,omitempty"`
-	Now    time.Time     `json:"now"`
+	ID     string     `json:"id"`
+	Node   string     `json:"node"`
+	Result string     `json:"result,omitempty"`
+	Error  string     `json:"error,omitempty"`
+	BMC    *BMCUpdate `json:"bmc,omitempty"`
+	Events []Event    `json:"events,omitempty"`
+	Now    time.Time  `json:"now"`
 }
 
 // BMCSet sets a machine's BMC record (the password already sealed).
 type BMCSet struct {
 	Machine string    `json:"machine"`
-	BMC     store.BMC `json:"bmc"`
+	BMC     BMC       `json:"bmc"`
 	Now     time.Time `json:"now"`
 }
 
@@ -67,7 +67,7 @@ func (*JobFinish) Version() uint8  { return 1 }
 func (*BMCSet) Version() uint8     { return 1 }
 
 func (c *JobEnqueue) apply(tx *store.Tx) error {
-	j := c.Job
+	j := c.Job.record()
 	if j.ID == "" || j.Machine == "" {
 		return fmt.Errorf("a job needs an ID and a machine: %w", store.ErrInvalid)
 	}
@@ -141,6 +141,7 @@ func (c *JobFinish) apply(tx *store.Tx) error {
 	if err != nil {
 		return nil // the machine was deleted meanwhile: keep the job's record only
 	}
+	events := records(c.Events)
 	if u := c.BMC; u != nil && m.BMC != nil {
 		changed := false
 		// A job pins a certificate only where none is pinned: re-pinning
@@ -149,7 +150,7 @@ func (c *JobFinish) apply(tx *store.Tx) error {
 			m.BMC.CertSHA256, changed = u.CertSHA256, true
 		}
 		if u.Driver != "" && u.Driver != m.BMC.Driver && !m.BMC.Operator {
-			c.Events = append(c.Events, store.Event{Kind: "bmc driver", Message: fmt.Sprintf("%s → %s (the BMC speaks Redfish with the same account)", m.BMC.Driver, u.Driver)})
+			events = append(events, store.Event{Kind: "bmc driver", Message: fmt.Sprintf("%s → %s (the BMC speaks Redfish with the same account)", m.BMC.Driver, u.Driver)})
 			m.BMC.Driver, changed = u.Driver, true
 		}
 		if changed {
@@ -159,7 +160,7 @@ func (c *JobFinish) apply(tx *store.Tx) error {
 			}
 		}
 	}
-	for _, e := range c.Events {
+	for _, e := range events {
 		e.Machine, e.Time = j.Machine, c.Now
 		if err := tx.AddEvent(e); err != nil {
 			return err
@@ -176,7 +177,7 @@ func (c *BMCSet) apply(tx *store.Tx) error {
 	if c.BMC.Driver == "" {
 		return fmt.Errorf("a BMC needs a driver: %w", store.ErrInvalid)
 	}
-	b := mergeBMC(m.BMC, c.BMC)
+	b := mergeBMC(m.BMC, c.BMC.record())
 	b.UpdatedAt = c.Now
 	m.BMC, m.UpdatedAt = &b, c.Now
 	if err := tx.PutMachine(m); err != nil {

@@ -1,11 +1,13 @@
-// Package raftfsm replicates the store with hashicorp/raft: the command
-// types and their encoding, the state machine that applies them to bbolt
-// (one transaction per batch, recording the applied index), snapshots that
-// stream the bbolt file, the mutual-TLS transport that carries both Raft
-// traffic and node-to-node calls on one port, forwarding of writes to the
-// leader, and waiting for an index so reads see earlier writes on any node.
+// Package raftfsm is the replicated state machine over the store: the
+// command types, the bodies they carry (its own structs, never store
+// records, so that the log format changes only on purpose) and their
+// encoding, the state machine that applies committed entries to bbolt (one
+// transaction per batch, recording the applied index), snapshots that
+// stream the bbolt file, its side of the consistency check (a hash of the
+// store at each StateCheck), and waiting for an index so reads see earlier
+// writes. The Raft node that feeds it, with its transport, forwarding and
+// membership, is raftfsm/cluster.
 //
 // Raft: Ongaro and Ousterhout, "In Search of an Understandable Consensus
-// Algorithm" (2014); membership changes one server at a time (§6 of the
-// dissertation), as hashicorp/raft implements them.
+// Algorithm" (2014).
 package raftfsm

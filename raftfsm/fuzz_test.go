@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"bytes"
+	"net/netip"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,7 +23,11 @@ func FuzzDecode(f *testing.F) {
 		&MachineCreate{ID: "m-0123456789ab", Name: "a", MACs: []string{"52:54:00:00:00:01"}, Now: time.Unix(0, 0).UTC()},
 		&Commission{NewID: "m-0123456789ab", Identity: Identity{Key: "serial:X"}, Inventory: []byte(`{"version":1}`)},
 		&LeaseBatch{Node: "n1"},
-		grantBatch(0, 2),
+		&LeaseBatch{
+			Node: "n1", Now: time.Unix(0, 0).UTC(),
+			Grants: []LeaseGrant{{IP: netip.MustParseAddr("10.9.0.10"), MAC: "52:54:00:00:00:01", ClientID: "01", Granted: time.Unix(0, 0).UTC(), Expires: time.Unix(600, 0).UTC()}},
+			Seen:   []Seen{{MAC: "52:54:00:00:00:01", Node: "n1", Interface: "eth1", VLAN: "f/10", Arch: 7, UserClass: "iPXE", Last: time.Unix(0, 0).UTC()}},
+		},
 		&RangePut{},
 	} {
 		b, err := Encode(c)

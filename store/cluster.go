@@ -148,13 +148,14 @@ func (t *Tx) AddJoinCode(j JoinCode, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	// Refused before the pruning: a refused command writes nothing.
+	if n >= joinCodeLimit {
+		return Errorf(ErrConflict, "too many outstanding join codes (%d)", n)
+	}
 	for _, k := range stale {
 		if err := t.del(bucketCluster, k); err != nil {
 			return err
 		}
-	}
-	if n >= joinCodeLimit {
-		return Errorf(ErrConflict, "too many outstanding join codes (%d)", n)
 	}
 	return t.putJSON(bucketCluster, prefixJoin+j.SecretHash, j)
 }

@@ -67,17 +67,18 @@ func decodeLeaseBlock(v []byte, b *LeaseBlock) error {
 func encodeSeen(s Seen) []byte {
 	w := binenc.NewWriter(64)
 	w.Byte(formatBinV1)
-	s.Append(w)
+	appendSeen(w, s)
 	return w.Bytes()
 }
 
 func decodeSeen(v []byte, s *Seen) error {
-	return decodeRecord(v, s, func(r *binenc.Reader) { *s = ReadSeen(r) })
+	return decodeRecord(v, s, func(r *binenc.Reader) { *s = readSeen(r) })
 }
 
-// Append writes a sighting's fields (the record body, and a sighting in a
-// replicated lease batch).
-func (s Seen) Append(w *binenc.Writer) {
+// appendSeen writes a sighting's fields. A lease batch in the Raft log
+// carries sightings in a format of its own (raftfsm), equal to this one
+// today but free to part from it.
+func appendSeen(w *binenc.Writer, s Seen) {
 	w.String(s.MAC)
 	w.String(s.Node)
 	w.String(s.Interface)
@@ -87,16 +88,13 @@ func (s Seen) Append(w *binenc.Writer) {
 	w.Time(s.Last)
 }
 
-// ReadSeen reads what Seen.Append wrote.
-func ReadSeen(r *binenc.Reader) Seen {
+// readSeen reads what appendSeen wrote.
+func readSeen(r *binenc.Reader) Seen {
 	return Seen{
 		MAC: r.String(), Node: r.String(), Interface: r.String(), VLAN: r.String(),
 		Arch: int(r.Varint()), UserClass: r.String(), Last: r.Time(),
 	}
 }
-
-// MinSeenBytes is the smallest encoding of a sighting (every field empty).
-const MinSeenBytes = 7
 
 func encodeChange(c Change) []byte {
 	w := binenc.NewWriter(16 + len(c.Table) + len(c.Key) + len(c.Op))

@@ -24,7 +24,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance"
 	"github.com/rollcall/rollcall/lab/testenv"
-	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/webui"
 )
 
@@ -48,7 +48,7 @@ func startEnv(t testing.TB) *env {
 	n, err := appliance.Start(t.Context(), appliance.Options{
 		DataDir: dir, Name: "ui1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		},
 	})

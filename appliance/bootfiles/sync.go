@@ -85,7 +85,7 @@ func (s *Server) syncOnce(ctx context.Context, log *slog.Logger) (map[string]boo
 			}
 		}
 		if complete && !slices.Contains(im.Nodes, s.conf.Node) {
-			if _, err := s.conf.Cluster.Apply(ctx, &raftfsm.ImageHave{Name: im.Name, Node: s.conf.Node, Files: im.Files, Now: time.Now().UTC()}); err != nil && !errors.Is(err, store.ErrConflict) {
+			if _, err := s.conf.Cluster.Apply(ctx, &raftfsm.ImageHave{Name: im.Name, Node: s.conf.Node, Files: raftfsm.ImageFilesBody(im.Files), Now: time.Now().UTC()}); err != nil && !errors.Is(err, store.ErrConflict) {
 				errs = append(errs, err)
 			} else if err == nil {
 				log.Info("image synced", "image", im.Name)

@@ -56,7 +56,9 @@ func TestFailSaysOnlyThePublicText(t *testing.T) {
 			if w.Code != tc.status {
 				t.Errorf("status %d, want %d", w.Code, tc.status)
 			}
-			var body struct{ Error struct{ Code, Message string } }
+			var body struct {
+				Error struct{ Code, Message string }
+			}
 			if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 				t.Fatalf("answer %q: %v", w.Body, err)
 			}

@@ -54,9 +54,9 @@ var rules = map[string]rule{
 		imports: []string{"store/binenc", "store/inventory"}},
 	"store/pgexport": {why: "copies the store into PostgreSQL: reads the store, nothing above it",
 		imports: []string{"store", "store/inventory"},
-		tests:   []string{"raftfsm", "store/pgexport/pgtest"}},
-	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and machines applied through the real FSM",
-		imports: []string{"lab/testenv", "raftfsm", "store", "store/inventory"}},
+		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/pgexport/pgtest"}},
+	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and the commands that commission generated machines",
+		imports: []string{"lab/testenv", "raftfsm", "store/inventory"}},
 
 	// Services: each reads the store and declares what it needs of the rest.
 	"dhcp": {why: "the DHCP server: its mode packages and the store; leases are written through interfaces it declares",
@@ -73,12 +73,17 @@ var rules = map[string]rule{
 		tests: []string{"lab/testenv"}},
 	"ipam": {why: "the network model's rules, as functions of a store transaction",
 		imports: []string{"store"},
-		tests:   []string{"raftfsm", "store/inventory"}},
-	"raftfsm": {why: "replicates the store: commands are applied to it under the network model's rules",
+		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/inventory"}},
+	"raftfsm": {why: "the replicated state machine: commands are applied to the store under the network model's rules",
 		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
-		tests:   []string{"appliance/pki", "lab/baseline"}},
+		tests:   []string{"raftfsm/fsmtest"}},
+	"raftfsm/cluster": {why: "the Raft node that feeds raftfsm's state machine: its transport, forwarding and membership",
+		imports: []string{"raftfsm", "store"},
+		tests:   []string{"appliance/pki", "lab/baseline", "raftfsm/fsmtest"}},
+	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
+		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
-		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory"}},
+		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
 	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
 		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
@@ -103,7 +108,7 @@ var rules = map[string]rule{
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
 		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki",
-			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
+			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
@@ -133,13 +138,13 @@ var rules = map[string]rule{
 	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
 	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance", "dhcp", "lab/bench/dhcp/replica", "store"}},
 	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
-	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "store", "store/pgexport", "store/pgexport/pgtest"}},
+	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
 	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance", "store"}},
 	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance"}},
 	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
-	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "store"}},
+	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "raftfsm/cluster", "store"}},
 	"lab/bench/tftp": {why: "a benchmark program", imports: []string{"appliance", "tftp"}},
 }
 
@@ -158,11 +163,11 @@ var against = map[edge]string{
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
 		"both (into store, or a package of their own) would restore the direction",
-	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the store " +
-		"under export by applying raftfsm commands, as a cluster does; only tests and lab/bench/export import it",
+	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the commands " +
+		"that commission its generated machines (raftfsm.Commission), as the API does; only tests and lab/bench/export import it",
 	{"store/pgexport", "raftfsm", true}: "the export's tests fill the store through the real FSM",
-	{"raftfsm", "appliance/pki", true}: "the transport's tests use the real cluster CA and node certificates " +
-		"(pki.NewCA, pki.PeerTLS); raftfsm itself is handed a *tls.Config",
+	{"raftfsm/cluster", "appliance/pki", true}: "the transport's tests use the real cluster CA and node certificates " +
+		"(pki.NewCA, pki.PeerTLS); the cluster itself is handed a *tls.Config",
 	{"dhcp", "raftfsm", true}: "the DHCP tests build machines and the network model with raftfsm commands " +
 		"applied to real stores, as the cluster would",
 	{"dhcp", "lab/bench/dhcp/replica", true}: "the replicated store the DHCP tests share with the " +
@@ -176,7 +181,7 @@ var against = map[edge]string{
 		"store (FSMs fed one log, no network), so a job queued on one node and run on another behaves as on a cluster",
 	{"webui", "appliance", true}: "the browser tests drive the UI served by a real node; only webui's " +
 		"external test package imports it, so webui itself stays a leaf",
-	{"webui", "raftfsm", true}: "the browser tests fill that node's store with raftfsm commands",
+	{"webui", "raftfsm/cluster", true}: "the browser tests tune that node's Raft timing (cluster.Config)",
 }
 
 // testSupport are packages made for tests (and the lab's programs): tests of
@@ -184,7 +189,7 @@ var against = map[edge]string{
 var testSupport = map[string]bool{
 	"lab/testenv": true, "lab/fleet": true, "lab/baseline": true,
 	"power/powertest": true, "power/ipmi/ipmitest": true, "power/redfish/redfishtest": true,
-	"store/pgexport/pgtest": true,
+	"store/pgexport/pgtest": true, "raftfsm/fsmtest": true,
 }
 
 // services are the packages between the node and the store.
@@ -228,9 +233,9 @@ var confined = map[string]confinement{
 	"github.com/gin-gonic/gin": {[]string{"appliance", "appliance/httpapi"}, "only the node's HTTP side knows gin (STYLE.md item 1); services serve net/http"},
 	"github.com/rivo/tview":    {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/gdamore/tcell": {[]string{"appliance/console"}, "the console is the one terminal UI"},
-	"github.com/hashicorp/raft": {[]string{"raftfsm", "lab/baseline", "lab/bench/dhcp/replica", "store/pgexport/pgtest"},
-		"raftfsm owns Raft; the others feed raft.Log entries to an FSM or are the plain-raft baseline"},
-	"github.com/hashicorp/raft-boltdb": {[]string{"raftfsm", "lab/baseline"}, "raftfsm owns the Raft log"},
+	"github.com/hashicorp/raft": {[]string{"raftfsm", "raftfsm/cluster", "raftfsm/fsmtest", "lab/baseline", "lab/bench/dhcp/replica"},
+		"raftfsm and its cluster own Raft; the others feed raft.Log entries to an FSM or are the plain-raft baseline"},
+	"github.com/hashicorp/raft-boltdb": {[]string{"raftfsm/cluster", "lab/baseline"}, "raftfsm/cluster owns the Raft log"},
 	"go.etcd.io/bbolt":                 {[]string{"store", "lab/baseline"}, "the store owns bbolt; everyone else reads typed records"},
 	"github.com/chromedp":              {nil, "the headless browser drives webui's tests only"},
 }

@@ -124,7 +124,7 @@ func (r *Runner) Enqueue(ctx context.Context, m store.Machine, j store.Job) (str
 	now := r.cfg.Now().UTC()
 	j.ID, j.Machine = newID(now), m.ID
 	r.cfg.Store.View(func(tx *store.Tx) error { j.Runner = runnerFor(tx, m); return nil })
-	if _, err := r.cfg.Cluster.Apply(ctx, &raftfsm.JobEnqueue{Job: j, Now: now}); err != nil {
+	if _, err := r.cfg.Cluster.Apply(ctx, &raftfsm.JobEnqueue{Job: raftfsm.JobBody(j), Now: now}); err != nil {
 		return "", err
 	}
 	r.Wake()
@@ -267,7 +267,7 @@ func (r *Runner) execJob(ctx context.Context, j store.Job, log *slog.Logger) (fi
 		}
 		target.Password = pw
 	}
-	event := func(kind, msg string) { fin.Events = append(fin.Events, store.Event{Kind: kind, Message: msg}) }
+	event := func(kind, msg string) { fin.Events = append(fin.Events, raftfsm.Event{Kind: kind, Message: msg}) }
 	// failWith records a failure: public is what the record and the event
 	// say, err the cause.
 	failWith := func(public string, err error) (raftfsm.JobFinish, error) {

@@ -57,7 +57,7 @@ func startNodes(t *testing.T, n int, logTo io.Writer) *nodes {
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	for i := range n {
-		if err := c.Apply0(ctx, &raftfsm.NodePut{Node: store.Node{Name: c.Name(i), RaftAddr: "replica/" + c.Name(i), Joined: time.Now().UTC()}}); err != nil {
+		if err := c.Apply0(ctx, &raftfsm.NodePut{Node: raftfsm.Node{Name: c.Name(i), RaftAddr: "replica/" + c.Name(i), Joined: time.Now().UTC()}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +96,7 @@ func (ns *nodes) machine(t *testing.T, id string, b store.BMC) store.Machine {
 	if err := ns.c.Apply0(ctx, &raftfsm.MachineCreate{ID: id, Now: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ns.c.Apply0(ctx, &raftfsm.BMCSet{Machine: id, BMC: b, Now: time.Now().UTC()}); err != nil {
+	if err := ns.c.Apply0(ctx, &raftfsm.BMCSet{Machine: id, BMC: raftfsm.BMCBody(b), Now: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	var m store.Machine
@@ -127,7 +127,7 @@ func TestJobSurvivesItsRunner(t *testing.T) {
 	now := time.Now().UTC()
 	job := store.Job{ID: newID(now), Machine: id, Kind: store.JobPower, Arg: "on", Runner: "ghost"}
 	// Queued and taken in one entry, so no live node takes it first.
-	batch, err := raftfsm.NewBatch(&raftfsm.JobEnqueue{Job: job, Now: now}, &raftfsm.JobStart{ID: job.ID, Node: "ghost", Until: now.Add(-time.Second), Now: now})
+	batch, err := raftfsm.NewBatch(&raftfsm.JobEnqueue{Job: raftfsm.JobBody(job), Now: now}, &raftfsm.JobStart{ID: job.ID, Node: "ghost", Until: now.Add(-time.Second), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
@@ -60,7 +61,7 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.UTC)
 // fleet is a store fed through the state machine.
 type fleet struct {
 	db  *store.DB
-	log *pgtest.Log
+	log *fsmtest.Log
 	now time.Time
 }
 
@@ -76,7 +77,7 @@ func openFleet(t testing.TB, path string) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	l, err := pgtest.NewLog(db)
+	l, err := fsmtest.New(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,23 +119,23 @@ func (f *fleet) network(t testing.TB) {
 	t.Helper()
 	now := f.tick()
 	f.apply(t,
-		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "dc1", Kind: store.FabricEthernet, Created: now}},
-		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "ib0", Kind: store.FabricInfiniband, Created: now}},
-		&raftfsm.NodePut{Node: store.Node{Name: "node1", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8080", Joined: now}},
-		&raftfsm.NodePut{Node: store.Node{Name: "node2", RaftAddr: "10.0.0.2:8300", Joined: now}},
-		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "dc1", VID: 100, MTU: 9000, DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: "node1", Iface: "eno1"}}, Created: now}},
-		&raftfsm.VLANPut{VLAN: store.VLAN{Fabric: "dc1", VID: 200, MTU: 1500, DHCP: store.DHCPOff, Created: now}},
-		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.20.0.0/16"), Name: "prov", Fabric: "dc1", VID: 100, Purpose: "provisioning",
+		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "dc1", Kind: store.FabricEthernet, Created: now}},
+		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "ib0", Kind: store.FabricInfiniband, Created: now}},
+		&raftfsm.NodePut{Node: raftfsm.Node{Name: "node1", RaftAddr: "10.0.0.1:8300", HTTPAddr: "10.0.0.1:8080", Joined: now}},
+		&raftfsm.NodePut{Node: raftfsm.Node{Name: "node2", RaftAddr: "10.0.0.2:8300", Joined: now}},
+		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "dc1", VID: 100, MTU: 9000, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: "node1", Iface: "eno1"}}, Created: now}},
+		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "dc1", VID: 200, MTU: 1500, DHCP: store.DHCPOff, Created: now}},
+		&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: netip.MustParsePrefix("10.20.0.0/16"), Name: "prov", Fabric: "dc1", VID: 100, Purpose: "provisioning",
 			Gateway: netip.MustParseAddr("10.20.0.1"), DNS: []netip.Addr{netip.MustParseAddr("10.20.0.2"), netip.MustParseAddr("10.20.0.3")}, Domain: "dc1.example", Created: now}},
-		&raftfsm.SubnetPut{Subnet: store.Subnet{CIDR: netip.MustParsePrefix("10.30.0.0/16"), Fabric: "dc1", VID: 200, Purpose: "bmc", Created: now}},
-		&raftfsm.RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeDynamic, First: netip.MustParseAddr("10.20.200.1"), Last: netip.MustParseAddr("10.20.200.254"), Comment: "pxe pool", Created: now}},
-		&raftfsm.RangePut{Range: store.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeReserved, First: netip.MustParseAddr("10.20.0.1"), Last: netip.MustParseAddr("10.20.0.9"), Created: now}},
+		&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: netip.MustParsePrefix("10.30.0.0/16"), Fabric: "dc1", VID: 200, Purpose: "bmc", Created: now}},
+		&raftfsm.RangePut{Range: raftfsm.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeDynamic, First: netip.MustParseAddr("10.20.200.1"), Last: netip.MustParseAddr("10.20.200.254"), Comment: "pxe pool", Created: now}},
+		&raftfsm.RangePut{Range: raftfsm.Range{Subnet: netip.MustParsePrefix("10.20.0.0/16"), Kind: store.RangeReserved, First: netip.MustParseAddr("10.20.0.1"), Last: netip.MustParseAddr("10.20.0.9"), Created: now}},
 	)
 	for i, a := range []string{"10.20.0.10", "10.20.0.11", "10.30.0.10"} {
-		claim := &raftfsm.AddressClaim{Address: store.Address{IP: netip.MustParseAddr(a), How: store.HowStatic, Machine: pgtest.ID(i), Interface: "ens1f0", Created: now}}
+		claim := &raftfsm.AddressClaim{Address: raftfsm.Address{IP: netip.MustParseAddr(a), How: store.HowStatic, Machine: pgtest.ID(i), Interface: "ens1f0", Created: now}}
 		f.apply(t, claim)
 	}
-	f.apply(t, &raftfsm.AddressClaim{Address: store.Address{IP: netip.MustParseAddr("10.20.0.20"), How: store.HowReserved, Name: "vip", Created: now}})
+	f.apply(t, &raftfsm.AddressClaim{Address: raftfsm.Address{IP: netip.MustParseAddr("10.20.0.20"), How: store.HowReserved, Name: "vip", Created: now}})
 }
 
 var (
@@ -161,30 +162,30 @@ func (f *fleet) dhcpImagesJobs(t testing.TB) {
 		&raftfsm.LeaseBatch{Node: "node1", Now: now, Grants: []raftfsm.LeaseGrant{
 			{IP: netip.MustParseAddr("10.20.200.5"), MAC: "02:aa:00:00:00:05", ClientID: "01:02:aa:00:00:00:05", Hostname: "node-05", Granted: now, Expires: now.Add(30 * time.Minute)},
 			{IP: netip.MustParseAddr("10.20.200.6"), MAC: "02:aa:00:00:00:06", Granted: now, Expires: now.Add(30 * time.Minute)},
-		}, Seen: []store.Seen{{MAC: "02:aa:00:00:00:05", Node: "node1", Interface: "eno1", VLAN: "dc1/100", Arch: 7, Last: now}}},
+		}, Seen: []raftfsm.Seen{{MAC: "02:aa:00:00:00:05", Node: "node1", Interface: "eno1", VLAN: "dc1/100", Arch: 7, Last: now}}},
 		&raftfsm.LeaseBatch{Node: "node2", Now: now, Grants: []raftfsm.LeaseGrant{
 			{IP: netip.MustParseAddr("10.20.200.70"), MAC: "02:aa:00:00:00:70", Granted: now, Expires: now.Add(20 * time.Minute)},
 		}, Releases: []raftfsm.LeaseRelease{
 			// A DECLINE of an address nobody leased: no subnet.
 			{IP: netip.MustParseAddr("10.20.200.200"), MAC: "02:aa:00:00:00:c8", Declined: true, Until: now.Add(10 * time.Minute)},
 		}},
-		&raftfsm.ImagePut{Image: store.Image{Name: "ubuntu-24.04", Nodes: []string{"node1"}, Created: now, Files: []store.ImageFile{
+		&raftfsm.ImagePut{Image: raftfsm.Image{Name: "ubuntu-24.04", Nodes: []string{"node1"}, Created: now, Files: []raftfsm.ImageFile{
 			{Name: "kernel", Size: 14_000_000, SHA256: sha(1)}, {Name: "initrd", Size: 80_000_000, SHA256: sha(2)}, {Name: "squashfs", Size: 900_000_000, SHA256: sha(3)},
 		}}},
-		&raftfsm.ImagePut{Image: store.Image{Name: "rescue", Nodes: []string{"node2"}, Created: now, Files: []store.ImageFile{
+		&raftfsm.ImagePut{Image: raftfsm.Image{Name: "rescue", Nodes: []string{"node2"}, Created: now, Files: []raftfsm.ImageFile{
 			{Name: "initrd", Size: 30_000_000, SHA256: sha(4)}, {Name: "kernel", Size: 12_000_000, SHA256: sha(5)},
 		}}},
-		&raftfsm.ImageHave{Name: "ubuntu-24.04", Node: "node2", Now: now, Files: []store.ImageFile{
+		&raftfsm.ImageHave{Name: "ubuntu-24.04", Node: "node2", Now: now, Files: []raftfsm.ImageFile{
 			{Name: "kernel", Size: 14_000_000, SHA256: sha(1)}, {Name: "initrd", Size: 80_000_000, SHA256: sha(2)}, {Name: "squashfs", Size: 900_000_000, SHA256: sha(3)},
 		}},
-		&raftfsm.BMCSet{Machine: pgtest.ID(0), Now: now, BMC: store.BMC{Driver: "redfish", Address: "10.30.0.100", User: "rollcall",
+		&raftfsm.BMCSet{Machine: pgtest.ID(0), Now: now, BMC: raftfsm.BMC{Driver: "redfish", Address: "10.30.0.100", User: "rollcall",
 			PasswordSealed: []byte("SEALED-SECRET-set"), PasswordAAD: "bmc-password/set", Operator: true, Settings: map[string]string{"verify": "pin"}}},
 	)
 	now = f.tick()
 	f.apply(t,
-		&raftfsm.JobEnqueue{Now: now, Job: store.Job{ID: "j-0001", Machine: pgtest.ID(0), Kind: store.JobPower, Arg: "on", Requester: "alice"}},
-		&raftfsm.JobEnqueue{Now: now, Job: store.Job{ID: "j-0002", Machine: pgtest.ID(0), Kind: store.JobBootDev, Arg: "pxe", Persistent: true, UEFI: true, Runner: "node2"}},
-		&raftfsm.JobEnqueue{Now: now, Job: store.Job{ID: "j-0003", Machine: pgtest.ID(1), Kind: store.JobProbe}},
+		&raftfsm.JobEnqueue{Now: now, Job: raftfsm.Job{ID: "j-0001", Machine: pgtest.ID(0), Kind: store.JobPower, Arg: "on", Requester: "alice"}},
+		&raftfsm.JobEnqueue{Now: now, Job: raftfsm.Job{ID: "j-0002", Machine: pgtest.ID(0), Kind: store.JobBootDev, Arg: "pxe", Persistent: true, UEFI: true, Runner: "node2"}},
+		&raftfsm.JobEnqueue{Now: now, Job: raftfsm.Job{ID: "j-0003", Machine: pgtest.ID(1), Kind: store.JobProbe}},
 		&raftfsm.JobStart{ID: "j-0001", Node: "node1", Until: now.Add(time.Minute), Now: now},
 		&raftfsm.JobStart{ID: "j-0002", Node: "node2", Until: now.Add(time.Minute), Now: now},
 		&raftfsm.JobFinish{ID: "j-0001", Node: "node1", Result: "on", Now: f.tick()},

@@ -67,11 +67,11 @@ func TestMirrorFollows(t *testing.T) {
 		&raftfsm.Recommission{ID: pgtest.ID(11), Reason: "burn-in failed", Now: f.tick()},
 		&raftfsm.MachineDelete{ID: pgtest.ID(12)},
 		&raftfsm.MachineDelete{ID: pgtest.ID(13)},
-		&raftfsm.MachineEvent{Event: store.Event{Machine: pgtest.ID(14), Time: f.tick(), Kind: "note", Message: "rack B7 U12"}},
+		&raftfsm.MachineEvent{Event: raftfsm.Event{Machine: pgtest.ID(14), Time: f.tick(), Kind: "note", Message: "rack B7 U12"}},
 		&raftfsm.MachineCreate{ID: "m-0000000000aa", Name: "by-hand", MACs: []string{"02:00:00:00:00:aa"}, Now: f.tick()},
 		&raftfsm.AddressRelease{IP: netip.MustParseAddr("10.20.0.11")},
 		&raftfsm.NodeRemove{Name: "node2"},
-		&raftfsm.FabricPut{Fabric: store.Fabric{Name: "dc2", Kind: store.FabricEthernet, Created: f.tick()}},
+		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "dc2", Kind: store.FabricEthernet, Created: f.tick()}},
 		&raftfsm.RangeDelete{Subnet: netip.MustParsePrefix("10.20.0.0/16"), First: netip.MustParseAddr("10.20.0.1")},
 	)
 	// A machine deleted and created again under the same ID in one batch:
@@ -244,11 +244,11 @@ func TestMirrorFollowsLeasesImagesJobs(t *testing.T) {
 		&raftfsm.LeaseExpire{First: ip("10.20.200.1"), Last: ip("10.20.200.254"), Now: now.Add(25 * time.Minute)},
 		// Images: one more node holds one, another is gone with its files,
 		// a third is new.
-		&raftfsm.ImageHave{Name: "rescue", Node: "node1", Now: now, Files: []store.ImageFile{
+		&raftfsm.ImageHave{Name: "rescue", Node: "node1", Now: now, Files: []raftfsm.ImageFile{
 			{Name: "initrd", Size: 30_000_000, SHA256: sha(4)}, {Name: "kernel", Size: 12_000_000, SHA256: sha(5)},
 		}},
 		&raftfsm.ImageDelete{Name: "ubuntu-24.04"},
-		&raftfsm.ImagePut{Image: store.Image{Name: "alma-9", Nodes: []string{"node2"}, Created: now, Files: []store.ImageFile{
+		&raftfsm.ImagePut{Image: raftfsm.Image{Name: "alma-9", Nodes: []string{"node2"}, Created: now, Files: []raftfsm.ImageFile{
 			{Name: "kernel", Size: 13_000_000, SHA256: sha(6)}, {Name: "initrd", Size: 70_000_000, SHA256: sha(7)},
 		}}},
 		// Jobs: one taken, one finished with an error.
@@ -259,7 +259,7 @@ func TestMirrorFollowsLeasesImagesJobs(t *testing.T) {
 	// only the new files remain.
 	if err := f.log.ApplyBatch(
 		&raftfsm.ImageDelete{Name: "rescue"},
-		&raftfsm.ImagePut{Image: store.Image{Name: "rescue", Nodes: []string{"node1"}, Created: f.tick(), Files: []store.ImageFile{
+		&raftfsm.ImagePut{Image: raftfsm.Image{Name: "rescue", Nodes: []string{"node1"}, Created: f.tick(), Files: []raftfsm.ImageFile{
 			{Name: "kernel", Size: 12_500_000, SHA256: sha(8)}, {Name: "initrd", Size: 31_000_000, SHA256: sha(9)}, {Name: "squashfs", Size: 1_000, SHA256: sha(10)},
 		}}},
 	); err != nil {
@@ -268,7 +268,7 @@ func TestMirrorFollowsLeasesImagesJobs(t *testing.T) {
 	// A week later a new job prunes the machine's finished ones; the
 	// machine of a pending job is deleted, and its job stays on record.
 	f.apply(t,
-		&raftfsm.JobEnqueue{Now: now.Add(8 * 24 * time.Hour), Job: store.Job{ID: "j-0004", Machine: pgtest.ID(0), Kind: store.JobRecommit}},
+		&raftfsm.JobEnqueue{Now: now.Add(8 * 24 * time.Hour), Job: raftfsm.Job{ID: "j-0004", Machine: pgtest.ID(0), Kind: store.JobRecommit}},
 		&raftfsm.MachineDelete{ID: pgtest.ID(1)},
 	)
 	// No command deletes a block yet (a range's removal will): do what it

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
@@ -62,7 +63,7 @@ func run(n, rate int, dur time.Duration) error {
 		return err
 	}
 	defer db.Close()
-	log, err := pgtest.NewLog(db)
+	log, err := fsmtest.New(db)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,7 @@ func run(n, rate int, dur time.Duration) error {
 // mirrorLag drives a steady stream of commands (events on machines,
 // re-commissioning: 7 change-log entries per machine cycle) and measures,
 // per command, commit-to-PostgreSQL lag.
-func mirrorLag(ctx context.Context, db *store.DB, log *pgtest.Log, pg *pgtest.Server, n, rate int, dur time.Duration) error {
+func mirrorLag(ctx context.Context, db *store.DB, log *fsmtest.Log, pg *pgtest.Server, n, rate int, dur time.Duration) error {
 	var mu sync.Mutex
 	committed := map[uint64]time.Time{} // index → when the store committed it
 	var lags []time.Duration
@@ -149,10 +150,10 @@ func mirrorLag(ctx context.Context, db *store.DB, log *pgtest.Log, pg *pgtest.Se
 	}
 	cycle := []step{
 		{1, func(i int, now time.Time) (raftfsm.Command, error) {
-			return &raftfsm.MachineEvent{Event: store.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 1"}}, nil
+			return &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 1"}}, nil
 		}},
 		{1, func(i int, now time.Time) (raftfsm.Command, error) {
-			return &raftfsm.MachineEvent{Event: store.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 2"}}, nil
+			return &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: pgtest.ID(i), Time: now, Kind: "note", Message: "burn-in pass 2"}}, nil
 		}},
 		{2, func(i int, now time.Time) (raftfsm.Command, error) {
 			return &raftfsm.Recommission{ID: pgtest.ID(i), Reason: "bench", Now: now}, nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/rollcall/rollcall/lab/baseline"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
 
 type config struct {
@@ -332,11 +333,11 @@ func failoverOurs(o *ours, rounds int, ids *atomic.Int64) ([]time.Duration, erro
 		load := startLoad(8, func(r *rand.Rand) error {
 			up := o.running()
 			if len(up) == 0 {
-				return raftfsm.ErrNoLeader
+				return cluster.ErrNoLeader
 			}
 			c := up[r.IntN(len(up))].cluster()
 			if c == nil {
-				return raftfsm.ErrNoLeader
+				return cluster.ErrNoLeader
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()

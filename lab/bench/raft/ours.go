@@ -11,25 +11,26 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
 
 // ours is a three-node raftfsm cluster in this process, with mutual TLS
-// under a throwaway CA, as raftfsm's cluster tests build it.
+// under a throwaway CA, as raftfsm/cluster's tests build it.
 type ours struct {
 	nodes []*ourNode
 }
 
 type ourNode struct {
-	cfg    raftfsm.Config
+	cfg    cluster.Config
 	dbPath string
 
 	mu sync.Mutex
 	db *store.DB
-	c  *raftfsm.Cluster
+	c  *cluster.Cluster
 }
 
-func (n *ourNode) cluster() *raftfsm.Cluster {
+func (n *ourNode) cluster() *cluster.Cluster {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.c
@@ -52,7 +53,7 @@ func startOurs(dir string, size int) (*ours, error) {
 			return nil, err
 		}
 		nd := &ourNode{
-			cfg: raftfsm.Config{
+			cfg: cluster.Config{
 				Name: name, Dir: filepath.Join(dir, name, "raft"), Bind: "127.0.0.1:0",
 				TLS: tlsCfg, VerifyPeer: pki.PeerVerified,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -90,9 +91,9 @@ func (n *ourNode) start() error {
 	if err != nil {
 		return err
 	}
-	var c *raftfsm.Cluster
+	var c *cluster.Cluster
 	for attempt := 0; ; attempt++ {
-		c, err = raftfsm.Open(n.cfg, db)
+		c, err = cluster.Open(n.cfg, db)
 		if err == nil || attempt == 20 {
 			break
 		}

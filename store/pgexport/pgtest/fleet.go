@@ -3,14 +3,10 @@ package pgtest
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
@@ -201,7 +197,7 @@ func Machine(seed uint64, i int) inventory.Report {
 // machine gets ID m-<12 hex of i>, the time is now, and the BMC carries a
 // (fake) sealed password, which the export must never copy.
 func Commission(rep inventory.Report, i int, now time.Time) (*raftfsm.Commission, error) {
-	bmc := &store.BMC{Driver: rep.BMC.Driver, Address: rep.BMC.Address, MAC: rep.BMC.MAC, User: rep.BMC.User,
+	bmc := &raftfsm.BMC{Driver: rep.BMC.Driver, Address: rep.BMC.Address, MAC: rep.BMC.MAC, User: rep.BMC.User,
 		PasswordSealed: []byte("SEALED-SECRET-" + ID(i)), PasswordAAD: "bmc-password/" + ID(i),
 		Source: rep.BMC.Source, Settings: map[string]string{"privilege": "ADMINISTRATOR"}}
 	doc := rep
@@ -223,75 +219,9 @@ func Commission(rep inventory.Report, i int, now time.Time) (*raftfsm.Commission
 		NewID: ID(i),
 		Identity: raftfsm.Identity{Key: inventory.Key(rep.System.UUID, rep.System.Serial, rep.BootMAC),
 			UUID: rep.System.UUID, Serial: rep.System.Serial, BootMAC: rep.BootMAC, MACs: macs},
-		IPs: ips, Summary: inventory.Summarize(&rep), Inventory: raw, BMC: bmc, Node: "node1", Now: now,
+		IPs: ips, Summary: raftfsm.SummaryBody(inventory.Summarize(&rep)), Inventory: raw, BMC: bmc, Node: "node1", Now: now,
 	}, nil
 }
 
 // ID is the machine ID the generator gives machine i.
 func ID(i int) string { return fmt.Sprintf("m-%012x", i+1) }
-
-// Log feeds commands to a state machine as committed Raft entries, the
-// way a cluster would, without one.
-type Log struct {
-	FSM   *raftfsm.FSM
-	Index uint64
-}
-
-// NewLog wraps a store in a state machine.
-func NewLog(db *store.DB) (*Log, error) {
-	f, err := raftfsm.NewFSM(db, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, err
-	}
-	return &Log{FSM: f, Index: f.AppliedIndex()}, nil
-}
-
-// Apply commits each command as its own log entry and returns the first
-// business error.
-func (l *Log) Apply(cmds ...raftfsm.Command) error {
-	logs, err := l.entries(cmds)
-	if err != nil {
-		return err
-	}
-	for _, e := range logs {
-		if err := resultErr(l.FSM.Apply(e)); err != nil {
-			return fmt.Errorf("entry %d: %w", e.Index, err)
-		}
-	}
-	return nil
-}
-
-// ApplyBatch commits the commands as consecutive entries in one store
-// transaction (as raft hands the FSM a batch).
-func (l *Log) ApplyBatch(cmds ...raftfsm.Command) error {
-	logs, err := l.entries(cmds)
-	if err != nil {
-		return err
-	}
-	for i, r := range l.FSM.ApplyBatch(logs) {
-		if err := resultErr(r); err != nil {
-			return fmt.Errorf("entry %d: %w", logs[i].Index, err)
-		}
-	}
-	return nil
-}
-
-func (l *Log) entries(cmds []raftfsm.Command) ([]*raft.Log, error) {
-	var logs []*raft.Log
-	for _, c := range cmds {
-		data, err := raftfsm.Encode(c)
-		if err != nil {
-			return nil, err
-		}
-		l.Index++
-		logs = append(logs, &raft.Log{Index: l.Index, Term: 1, Type: raft.LogCommand, Data: data})
-	}
-	return logs, nil
-}
-
-func resultErr(r any) error {
-	if res, ok := r.(*raftfsm.Result); ok && res != nil {
-		return res.Err
-	}
-	return nil
-}

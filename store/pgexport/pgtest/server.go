@@ -1,7 +1,7 @@
 // Package pgtest gives export tests and benchmarks their real peers: a
 // PostgreSQL server started in a temporary directory (Debian's postgresql
-// package), and a generator of realistic machines fed to the state machine
-// as Raft log entries.
+// package), and a generator of realistic machines and the commands that
+// commission them (fed to the state machine with raftfsm/fsmtest).
 package pgtest
 
 import (

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/appliance"
-	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
@@ -83,7 +83,7 @@ func main() {
 	n, err := appliance.Start(ctx, appliance.Options{
 		DataDir: dir, Name: "node-1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RaftTune: func(c *raftfsm.Config) {
+		RaftTune: func(c *cluster.Config) {
 			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
 		},
 	})

@@ -251,7 +251,7 @@ func (n *Node) ExpireLeases(ctx context.Context, first, last netip.Addr) error {
 }
 
 func (n *Node) Batch(ctx context.Context, grants []lease.Grant, releases []lease.Release, seen []store.Seen) error {
-	b := &raftfsm.LeaseBatch{Node: n.name, Now: n.c.Now(), Seen: seen}
+	b := &raftfsm.LeaseBatch{Node: n.name, Now: n.c.Now(), Seen: raftfsm.SeenBody(seen)}
 	for _, g := range grants {
 		b.Grants = append(b.Grants, raftfsm.LeaseGrant{IP: g.IP, MAC: g.MAC, ClientID: g.ClientID, Hostname: g.Hostname, Granted: g.Granted, Expires: g.Expires})
 	}
@@ -265,17 +265,17 @@ func (n *Node) Batch(ctx context.Context, grants []lease.Grant, releases []lease
 // operator would.
 func (c *Cluster) Network(ctx context.Context, vlan store.VLAN, subnet store.Subnet, ranges ...store.Range) error {
 	now := c.Now()
-	cmds := []raftfsm.Command{&raftfsm.FabricPut{Fabric: store.Fabric{Name: vlan.Fabric, Kind: store.FabricEthernet, Created: now}}}
+	cmds := []raftfsm.Command{&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: vlan.Fabric, Kind: store.FabricEthernet, Created: now}}}
 	// A VLAN is served by members of the cluster: the nodes it names are.
 	for _, srv := range vlan.Servers {
-		cmds = append(cmds, &raftfsm.NodePut{Node: store.Node{Name: srv.Node, RaftAddr: "replica/" + srv.Node, Joined: now}})
+		cmds = append(cmds, &raftfsm.NodePut{Node: raftfsm.Node{Name: srv.Node, RaftAddr: "replica/" + srv.Node, Joined: now}})
 	}
 	vlan.Created = now
 	subnet.Created = now
-	cmds = append(cmds, &raftfsm.VLANPut{VLAN: vlan}, &raftfsm.SubnetPut{Subnet: subnet})
+	cmds = append(cmds, &raftfsm.VLANPut{VLAN: raftfsm.VLANBody(vlan)}, &raftfsm.SubnetPut{Subnet: raftfsm.SubnetBody(subnet)})
 	for _, r := range ranges {
 		r.Created = now
-		cmds = append(cmds, &raftfsm.RangePut{Range: r})
+		cmds = append(cmds, &raftfsm.RangePut{Range: raftfsm.RangeBody(r)})
 	}
 	for _, cmd := range cmds {
 		if err := c.Apply(ctx, 0, cmd); err != nil {

@@ -1,4 +1,4 @@
-package raftfsm
+package cluster
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -70,7 +71,7 @@ type Cluster struct {
 	cfg   Config
 	log   *slog.Logger
 	raft  *raft.Raft
-	fsm   *FSM
+	fsm   *raftfsm.FSM
 	db    *store.DB
 	mux   *mux
 	logs  *raftboltdb.BoltStore
@@ -131,7 +132,7 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	fsm, err := NewFSM(db, cfg.Logger)
+	fsm, err := raftfsm.NewFSM(db, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -207,7 +208,7 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	go c.calls.Serve(c.mux.rpc)
 	go c.Metrics.watch(c)
 	c.loadDiverged()
-	fsm.hashes.onHash = func(h store.StateHash) { go c.compareHash(h) }
+	fsm.OnHash(func(h store.StateHash) { go c.compareHash(h) })
 	var checks context.Context
 	checks, c.stopChecks = context.WithCancel(context.Background())
 	go c.runStateChecks(checks, cfg.StateCheckEvery)
@@ -251,7 +252,7 @@ func (c *Cluster) Advertise() string { return c.cfg.Advertise }
 func (c *Cluster) Raft() *raft.Raft { return c.raft }
 
 // FSM is the state machine applying to the local store.
-func (c *Cluster) FSM() *FSM { return c.fsm }
+func (c *Cluster) FSM() *raftfsm.FSM { return c.fsm }
 
 // IsLeader reports whether this node leads.
 func (c *Cluster) IsLeader() bool { return c.raft.State() == raft.Leader }

@@ -1,4 +1,4 @@
-package raftfsm
+package cluster
 
 import (
 	"context"
@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/rollcall/rollcall/raftfsm"
 )
 
 // Apply proposes a command and returns the index it was applied at, with the
 // command's own (business) error. On a follower it forwards the entry to the
 // leader; either way it returns only once the local store has applied that
 // index, so a read on this node sees the write.
-func (c *Cluster) Apply(ctx context.Context, cmd Command) (uint64, error) {
-	data, err := Encode(cmd)
+func (c *Cluster) Apply(ctx context.Context, cmd raftfsm.Command) (uint64, error) {
+	data, err := raftfsm.Encode(cmd)
 	if err != nil {
 		return 0, err
 	}
@@ -27,33 +29,19 @@ func (c *Cluster) Apply(ctx context.Context, cmd Command) (uint64, error) {
 // decoded here first, so a malformed one never enters the log (decoding
 // failures in the state machine stop a node).
 func (c *Cluster) ApplyRaw(ctx context.Context, data []byte) (uint64, error) {
-	cmd, err := Decode(data)
+	cmd, err := raftfsm.Decode(data)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errBadCommand, err)
 	}
 	return c.propose(ctx, data, cmd)
 }
 
-// precheck runs a command against the local store in a transaction that is
-// rolled back, on the leader before it proposes: a command the state machine
-// would refuse (a conflict, a missing record, an invalid value) is answered
-// with that error and takes no Raft entry. The state machine checks again
-// when it applies, since the store may change in between. Lease commands,
-// the DHCP hot path, are not prechecked: their proposers check them.
-func (c *Cluster) precheck(cmd Command) error {
-	switch t := cmd.Type(); {
-	case t == TypeNoop, t == TypeBatch, t >= TypeLeaseBlockClaim && t <= TypeLeaseExpire:
-		return nil
-	}
-	return c.fsm.db.DryRun(cmd.apply)
-}
-
-func (c *Cluster) propose(ctx context.Context, data []byte, cmd Command) (uint64, error) {
+func (c *Cluster) propose(ctx context.Context, data []byte, cmd raftfsm.Command) (uint64, error) {
 	start := time.Now()
 	var idx uint64
 	var err error
 	if c.raft.State() == raft.Leader {
-		if err := c.precheck(cmd); err != nil {
+		if err := c.fsm.Precheck(cmd); err != nil {
 			c.Metrics.observeApply(start, err)
 			return 0, err
 		}
@@ -105,7 +93,7 @@ func (c *Cluster) applyLocal(ctx context.Context, data []byte) (uint64, error) {
 	case <-time.After(timeout + time.Second):
 		return 0, ErrUnknownOutcome
 	}
-	res, _ := f.Response().(*Result)
+	res, _ := f.Response().(*raftfsm.Result)
 	if res == nil {
 		return f.Index(), nil
 	}

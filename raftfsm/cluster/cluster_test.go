@@ -1,4 +1,4 @@
-package raftfsm
+package cluster
 
 import (
 	"bytes"
@@ -23,12 +23,20 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 )
 
 // Cluster tests run real nodes in-process: TCP on 127.0.0.1, mutual TLS under
 // a throwaway CA, a bbolt store and a Raft directory per node. Waits are
 // bounded and fail with what was being waited for; nothing asserts timing.
+
+var (
+	t0        = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	machineID = fsmtest.MachineID
+	mac       = fsmtest.MAC
+)
 
 // testNode is one member of a testCluster. It can be stopped and started
 // again on the same address, store file and Raft directory.
@@ -263,7 +271,7 @@ func (tc *testCluster) converge(within time.Duration) uint64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var err error
-		idx, err = lead.cluster().Apply(ctx, Noop{})
+		idx, err = lead.cluster().Apply(ctx, raftfsm.Noop{})
 		return err
 	})
 	for _, nd := range tc.running() {
@@ -318,11 +326,11 @@ func hasMachine(t testing.TB, db *store.DB, id string) bool {
 	return err == nil
 }
 
-func create(i int) *MachineCreate {
-	return &MachineCreate{ID: machineID(i), MACs: []string{mac(i)}, Now: t0}
+func create(i int) *raftfsm.MachineCreate {
+	return &raftfsm.MachineCreate{ID: machineID(i), MACs: []string{mac(i)}, Now: t0}
 }
 
-func applyCtx(t testing.TB, c *Cluster, cmd Command) uint64 {
+func applyCtx(t testing.TB, c *Cluster, cmd raftfsm.Command) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -392,11 +400,11 @@ func TestClusterBusinessErrorsThroughForwarding(t *testing.T) {
 	if after := tc.leader(10 * time.Second).cluster().FSM().AppliedIndex(); idx != 0 || after != before {
 		t.Errorf("a refused command took an entry: index %d, leader applied %d → %d", idx, before, after)
 	}
-	if _, err := f.cluster().Apply(ctx, &MachineCreate{ID: machineID(2), Name: "Not A Label", Now: t0}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := f.cluster().Apply(ctx, &raftfsm.MachineCreate{ID: machineID(2), Name: "Not A Label", Now: t0}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("invalid name forwarded: err = %v, want ErrInvalid", err)
 	}
 
-	b, err := NewBatch(create(10), create(1), create(11))
+	b, err := raftfsm.NewBatch(create(10), create(1), create(11))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +515,7 @@ func TestClusterCatchUpFromSnapshot(t *testing.T) {
 	}
 
 	const total = 300
-	b := make([]Command, 0, 10)
+	b := make([]raftfsm.Command, 0, 10)
 	for i := 11; i <= total; i++ { // a mix of single and batched entries
 		if i%3 == 0 {
 			b = append(b, create(i))
@@ -517,7 +525,7 @@ func TestClusterCatchUpFromSnapshot(t *testing.T) {
 	}
 	for len(b) > 0 {
 		n := min(len(b), 10)
-		batch, err := NewBatch(b[:n]...)
+		batch, err := raftfsm.NewBatch(b[:n]...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -719,7 +727,7 @@ func TestClusterRefusesForeignPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := Encode(create(666))
+	cmd, err := raftfsm.Encode(create(666))
 	if err != nil {
 		t.Fatal(err)
 	}

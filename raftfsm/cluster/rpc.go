@@ -1,4 +1,4 @@
-package raftfsm
+package cluster
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -112,9 +113,9 @@ func (c *Cluster) handleApply(w http.ResponseWriter, r *http.Request) {
 	reply := applyReply{}
 	if c.raft.State() != raft.Leader {
 		reply.Error = toWire(ErrNoLeader) // no second hop: the caller re-resolves the leader
-	} else if cmd, derr := Decode(data); derr != nil {
+	} else if cmd, derr := raftfsm.Decode(data); derr != nil {
 		reply.Error = toWire(fmt.Errorf("%w: %v", errBadCommand, derr))
-	} else if perr := c.precheck(cmd); perr != nil {
+	} else if perr := c.fsm.Precheck(cmd); perr != nil {
 		reply.Error = toWire(perr)
 	} else {
 		idx, aerr := c.applyLocal(r.Context(), data)

@@ -1,4 +1,4 @@
-package raftfsm
+package cluster
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/lab/baseline"
+	"github.com/rollcall/rollcall/raftfsm"
 )
 
 // Apply throughput on three in-process nodes, every acknowledged write
@@ -13,7 +14,7 @@ import (
 // Ours: raftfsm with mutual TLS, BatchApplyCh and a batching FSM. Baseline:
 // plain hashicorp/raft + bbolt, one transaction per entry (lab/baseline).
 //
-//	go test -bench . -run '^$' ./raftfsm/
+//	go test -bench . -run '^$' ./raftfsm/cluster/
 //
 // Each benchmark builds its cluster outside the timer. writes/s counts
 // acknowledged writes only; a run with errors fails.
@@ -30,11 +31,11 @@ func benchOurs(b *testing.B, p int, batch int) {
 			_, err := c.Apply(ctx, create(i))
 			return err
 		}
-		cmds := make([]Command, batch)
+		cmds := make([]raftfsm.Command, batch)
 		for k := range cmds {
 			cmds[k] = create(i*batch + k)
 		}
-		bt, err := NewBatch(cmds...)
+		bt, err := raftfsm.NewBatch(cmds...)
 		if err != nil {
 			return err
 		}
