@@ -152,7 +152,7 @@ func (n *Node) machineByIdentity(id raftfsm.Identity, newID string) (store.Machi
 				return err
 			}
 		}
-		return fmt.Errorf("machine for %s: %w", id.Key, store.ErrNotFound)
+		return store.Errorf(store.ErrNotFound, "machine for %s", id.Key)
 	})
 	return m, err
 }

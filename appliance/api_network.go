@@ -629,7 +629,7 @@ func rangeAt(tx *store.Tx, p netip.Prefix, first netip.Addr) (store.Range, error
 	if i := slices.IndexFunc(rs, func(r store.Range) bool { return r.First == first }); i >= 0 {
 		return rs[i], nil
 	}
-	return store.Range{}, fmt.Errorf("no range of %s starts at %s: %w", p, first, store.ErrNotFound)
+	return store.Range{}, store.Errorf(store.ErrNotFound, "no range of %s starts at %s", p, first)
 }
 
 func (h *netAPI) deleteRange(c *gin.Context) {
@@ -675,7 +675,7 @@ func (h *netAPI) listIPs(c *gin.Context) {
 // transaction refuses.
 func checkClaim(tx *store.Tx, a store.Address) error {
 	if old, err := tx.Address(a.IP); err == nil {
-		return fmt.Errorf("address %s is already in use (%s %s): %w", a.IP, old.How, old.Machine+old.Name, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "address %s is already in use (%s %s)", a.IP, old.How, old.Machine+old.Name)
 	}
 	if err := ipam.Claim(tx, a); err != nil && !errors.Is(err, store.ErrReadOnly) {
 		return err

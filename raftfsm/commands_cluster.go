@@ -1,7 +1,6 @@
 package raftfsm
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rollcall/rollcall/store"
@@ -53,7 +52,7 @@ func (c *ClusterInit) apply(tx *store.Tx) error { return tx.PutIdentity(c.Identi
 
 func (c *NodePut) apply(tx *store.Tx) error {
 	if c.Node.Name == "" || c.Node.RaftAddr == "" {
-		return fmt.Errorf("node needs a name and a raft address: %w", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "node needs a name and a raft address")
 	}
 	return tx.PutNode(c.Node.record())
 }

@@ -2,7 +2,6 @@ package raftfsm
 
 import (
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"time"
 
@@ -44,23 +43,23 @@ func (c *ImagePut) apply(tx *store.Tx) error {
 		return err
 	}
 	if _, ok := im.File("kernel"); !ok {
-		return fmt.Errorf("image %s needs a kernel: %w", im.Name, store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "image %s needs a kernel", im.Name)
 	}
 	if _, ok := im.File("initrd"); !ok {
-		return fmt.Errorf("image %s needs an initrd: %w", im.Name, store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "image %s needs an initrd", im.Name)
 	}
 	seen := map[string]bool{}
 	for _, f := range im.Files {
 		if !slices.Contains(store.ImageFileNames, f.Name) || seen[f.Name] {
-			return fmt.Errorf("image %s: file %q is not one of kernel, initrd, squashfs (once each): %w", im.Name, f.Name, store.ErrInvalid)
+			return store.Errorf(store.ErrInvalid, "image %s: file %q is not one of kernel, initrd, squashfs (once each)", im.Name, f.Name)
 		}
 		seen[f.Name] = true
 		if b, err := hex.DecodeString(f.SHA256); err != nil || len(b) != 32 || f.Size < 0 {
-			return fmt.Errorf("image %s: file %s needs a size and a SHA-256: %w", im.Name, f.Name, store.ErrInvalid)
+			return store.Errorf(store.ErrInvalid, "image %s: file %s needs a size and a SHA-256", im.Name, f.Name)
 		}
 	}
 	if len(im.Nodes) != 1 {
-		return fmt.Errorf("image %s: an import names the one node that holds it: %w", im.Name, store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "image %s: an import names the one node that holds it", im.Name)
 	}
 	return tx.PutImage(im)
 }
@@ -71,7 +70,7 @@ func (c *ImageHave) apply(tx *store.Tx) error {
 		return err
 	}
 	if !slices.Equal(im.Files, records(c.Files)) {
-		return fmt.Errorf("image %s changed since %s verified it: %w", c.Name, c.Node, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "image %s changed since %s verified it", c.Name, c.Node)
 	}
 	if slices.Contains(im.Nodes, c.Node) {
 		return nil

@@ -95,10 +95,10 @@ func (*LeaseExpire) Version() uint8 { return 1 }
 
 func (c *LeaseBlockClaim) apply(tx *store.Tx) error {
 	if c.Node == "" || !c.Expires.After(c.Now) {
-		return fmt.Errorf("block claim needs a node and an expiry after now: %w", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "block claim needs a node and an expiry after now")
 	}
 	if c.Last.Less(c.First) {
-		return fmt.Errorf("block %s–%s ends before it starts: %w", c.First, c.Last, store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "block %s–%s ends before it starts", c.First, c.Last)
 	}
 	ranges, err := tx.Ranges(c.Subnet)
 	if err != nil {
@@ -111,7 +111,7 @@ func (c *LeaseBlockClaim) apply(tx *store.Tx) error {
 		}
 	}
 	if !inDynamic {
-		return fmt.Errorf("block %s–%s is not inside one dynamic range of %s: %w", c.First, c.Last, c.Subnet, store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "block %s–%s is not inside one dynamic range of %s", c.First, c.Last, c.Subnet)
 	}
 	blocks, err := tx.LeaseBlocks(c.Subnet)
 	if err != nil {
@@ -122,13 +122,13 @@ func (c *LeaseBlockClaim) apply(tx *store.Tx) error {
 			continue
 		}
 		if b.First != c.First || b.Last != c.Last {
-			return fmt.Errorf("block %s–%s overlaps block %s–%s: %w", c.First, c.Last, b.First, b.Last, store.ErrConflict)
+			return store.Errorf(store.ErrConflict, "block %s–%s overlaps block %s–%s", c.First, c.Last, b.First, b.Last)
 		}
 		if !b.Free(c.Now) && b.Node != c.Node {
-			return fmt.Errorf("block %s–%s belongs to %s until %s: %w", b.First, b.Last, b.Node, b.Expires.UTC().Format(time.RFC3339), store.ErrConflict)
+			return store.Errorf(store.ErrConflict, "block %s–%s belongs to %s until %s", b.First, b.Last, b.Node, b.Expires.UTC().Format(time.RFC3339))
 		}
 		if c.Now.Before(b.Quarantine) {
-			return fmt.Errorf("block %s–%s is quarantined until %s: %w", b.First, b.Last, b.Quarantine.UTC().Format(time.RFC3339), store.ErrConflict)
+			return store.Errorf(store.ErrConflict, "block %s–%s is quarantined until %s", b.First, b.Last, b.Quarantine.UTC().Format(time.RFC3339))
 		}
 	}
 	return tx.PutLeaseBlock(store.LeaseBlock{Subnet: c.Subnet, First: c.First, Last: c.Last, Node: c.Node, Expires: c.Expires})
@@ -139,7 +139,7 @@ func (c *LeaseBlockRenew) apply(tx *store.Tx) error {
 	for _, first := range c.Blocks {
 		b, err := tx.LeaseBlock(first)
 		if err == nil && (b.Node != c.Node || !c.Now.Before(b.Expires)) {
-			err = fmt.Errorf("block %s is not held by %s: %w", first, c.Node, store.ErrConflict)
+			err = store.Errorf(store.ErrConflict, "block %s is not held by %s", first, c.Node)
 		}
 		if err != nil {
 			if firstErr == nil {
@@ -233,7 +233,7 @@ func (c *LeaseBatch) apply(tx *store.Tx) error {
 		}
 	}
 	if refused > 0 {
-		return fmt.Errorf("%d of %d grants from %s were refused (address outside its blocks or leased to another client): %w", refused, len(c.Grants), c.Node, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "%d of %d grants from %s were refused (address outside its blocks or leased to another client)", refused, len(c.Grants), c.Node)
 	}
 	return nil
 }

@@ -46,14 +46,14 @@ func (c *MachineCreate) apply(tx *store.Tx) error {
 	}
 	for _, mac := range c.MACs {
 		if n, err := store.NormalizeMAC(mac); err != nil || n != mac {
-			return fmt.Errorf("mac %q is not in normal form: %w", mac, store.ErrInvalid)
+			return store.Errorf(store.ErrInvalid, "mac %q is not in normal form", mac)
 		}
 		if err := store.CheckMachineMAC(mac); err != nil {
 			return err
 		}
 	}
 	if _, err := tx.Machine(c.ID); err == nil {
-		return fmt.Errorf("machine %s already exists: %w", c.ID, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "machine %s already exists", c.ID)
 	}
 	m := store.Machine{
 		ID: c.ID, Name: c.Name, State: store.StateNew, MACs: c.MACs,
@@ -173,14 +173,14 @@ func resolve(tx *store.Tx, id Identity) (store.Machine, bool, error) {
 
 func (id Identity) check() error {
 	if id.Key == "" && id.BootMAC == "" && len(id.MACs) == 0 {
-		return fmt.Errorf("identity names no UUID, serial or MAC: %w", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "identity names no UUID, serial or MAC")
 	}
 	for _, mac := range append([]string{id.BootMAC}, id.MACs...) {
 		if mac == "" {
 			continue
 		}
 		if n, err := store.NormalizeMAC(mac); err != nil || n != mac {
-			return fmt.Errorf("mac %q is not in normal form: %w", mac, store.ErrInvalid)
+			return store.Errorf(store.ErrInvalid, "mac %q is not in normal form", mac)
 		}
 		if err := store.CheckMachineMAC(mac); err != nil {
 			return err
@@ -200,10 +200,10 @@ func findOrCreate(tx *store.Tx, id Identity, newID string, now time.Time) (store
 		return m, found, err
 	}
 	if !store.ValidMachineID(newID) {
-		return m, false, fmt.Errorf("new machine id %q: %w", newID, store.ErrInvalid)
+		return m, false, store.Errorf(store.ErrInvalid, "new machine id %q", newID)
 	}
 	if _, err := tx.Machine(newID); err == nil {
-		return m, false, fmt.Errorf("machine %s already exists: %w", newID, store.ErrConflict)
+		return m, false, store.Errorf(store.ErrConflict, "machine %s already exists", newID)
 	}
 	return store.Machine{ID: newID, State: store.StateNew, CreatedAt: now}, false, nil
 }
@@ -324,7 +324,7 @@ func (c *Commission) apply(tx *store.Tx) error {
 		return fmt.Errorf("machine %s: %w", m.ID, err)
 	}
 	if len(c.Inventory) == 0 {
-		return fmt.Errorf("commission without an inventory: %w", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "commission without an inventory")
 	}
 	var events []store.Event
 	if !found {
@@ -391,7 +391,7 @@ func CheckAgentScope(tx *store.Tx, id Identity, agentMAC string) error {
 		return nil
 	}
 	if id.BootMAC != agentMAC {
-		return fmt.Errorf("the boot token is for %s, not boot MAC %q: %w", agentMAC, id.BootMAC, store.ErrForbidden)
+		return store.Errorf(store.ErrForbidden, "the boot token is for %s, not boot MAC %q", agentMAC, id.BootMAC)
 	}
 	open := func(m store.Machine) bool {
 		return m.State == store.StateNew || m.State == store.StateCommissioning
@@ -403,7 +403,7 @@ func CheckAgentScope(tx *store.Tx, id Identity, agentMAC string) error {
 			return err
 		}
 		if !open(m) {
-			return fmt.Errorf("machine %s is %s: its boot token acts only while it is new or commissioning: %w", m.ID, m.State, store.ErrForbidden)
+			return store.Errorf(store.ErrForbidden, "machine %s is %s: its boot token acts only while it is new or commissioning", m.ID, m.State)
 		}
 		owner = m.ID
 	}
@@ -412,7 +412,7 @@ func CheckAgentScope(tx *store.Tx, id Identity, agentMAC string) error {
 		return err
 	}
 	if found && target.ID != owner && !open(target) {
-		return fmt.Errorf("the report names machine %s (%s), which does not own %s: %w", target.ID, target.State, agentMAC, store.ErrForbidden)
+		return store.Errorf(store.ErrForbidden, "the report names machine %s (%s), which does not own %s", target.ID, target.State, agentMAC)
 	}
 	for _, mac := range id.MACs {
 		for _, other := range tx.MachineIDsByMAC(mac) {
@@ -424,7 +424,7 @@ func CheckAgentScope(tx *store.Tx, id Identity, agentMAC string) error {
 				return err
 			}
 			if !open(o) {
-				return fmt.Errorf("mac %s belongs to machine %s (%s): an operator must release it: %w", mac, o.ID, o.State, store.ErrForbidden)
+				return store.Errorf(store.ErrForbidden, "mac %s belongs to machine %s (%s): an operator must release it", mac, o.ID, o.State)
 			}
 		}
 	}

@@ -69,17 +69,17 @@ func (*BMCSet) Version() uint8     { return 1 }
 func (c *JobEnqueue) apply(tx *store.Tx) error {
 	j := c.Job.record()
 	if j.ID == "" || j.Machine == "" {
-		return fmt.Errorf("a job needs an ID and a machine: %w", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "a job needs an ID and a machine")
 	}
 	m, err := tx.Machine(j.Machine)
 	if err != nil {
 		return err
 	}
 	if m.BMC == nil || m.BMC.Driver == "" {
-		return fmt.Errorf("machine %s has no BMC on record; set one with rollcall bmc %s -driver … -address …: %w", m.ID, m.ID, store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "machine %s has no BMC on record; set one with rollcall bmc %s -driver … -address …", m.ID, m.ID)
 	}
 	if _, err := tx.Job(j.ID); err == nil {
-		return fmt.Errorf("job %s exists: %w", j.ID, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "job %s exists", j.ID)
 	}
 	// Prune finished jobs past retention (deterministic: by the command's time).
 	pending, err := tx.MachineJobs(j.Machine, 0)
@@ -104,10 +104,10 @@ func (c *JobStart) apply(tx *store.Tx) error {
 		return err
 	}
 	if j.Done {
-		return fmt.Errorf("job %s is already done: %w", j.ID, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "job %s is already done", j.ID)
 	}
 	if j.StartedBy != "" && c.Now.Before(j.StartedUntil) {
-		return fmt.Errorf("job %s is running on %s: %w", j.ID, j.StartedBy, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "job %s is running on %s", j.ID, j.StartedBy)
 	}
 	if j.Attempts >= maxJobAttempts {
 		j.Done, j.Finished = true, c.Now
@@ -128,10 +128,10 @@ func (c *JobFinish) apply(tx *store.Tx) error {
 		return err
 	}
 	if j.Done {
-		return fmt.Errorf("job %s is already done: %w", j.ID, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "job %s is already done", j.ID)
 	}
 	if j.StartedBy != c.Node {
-		return fmt.Errorf("job %s is held by %q, not %s: %w", j.ID, j.StartedBy, c.Node, store.ErrConflict)
+		return store.Errorf(store.ErrConflict, "job %s is held by %q, not %s", j.ID, j.StartedBy, c.Node)
 	}
 	j.Done, j.Finished, j.Result, j.Error = true, c.Now, c.Result, c.Error
 	if err := tx.PutJob(j); err != nil {
@@ -175,7 +175,7 @@ func (c *BMCSet) apply(tx *store.Tx) error {
 		return err
 	}
 	if c.BMC.Driver == "" {
-		return fmt.Errorf("a BMC needs a driver: %w", store.ErrInvalid)
+		return store.Errorf(store.ErrInvalid, "a BMC needs a driver")
 	}
 	b := mergeBMC(m.BMC, c.BMC.record())
 	b.UpdatedAt = c.Now

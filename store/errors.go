@@ -66,6 +66,10 @@ func (e *Error) Public() string {
 	return e.msg
 }
 
+// Message is the text as it was written, for a node that passes the error
+// on (FromCode takes it back).
+func (e *Error) Message() string { return e.msg }
+
 // Unwrap gives the kind (for errors.Is) and any wrapped error.
 func (e *Error) Unwrap() []error {
 	if e.wrapped != nil {
@@ -85,7 +89,7 @@ func Public(err error) string {
 }
 
 // FromCode rebuilds an error that arrived from another node as a code and
-// its public message, so that errors.Is and Public still work on it.
+// its Message, so that errors.Is and Public still work on it.
 func FromCode(code, message string) error {
 	for _, c := range codes {
 		if c.code == code {

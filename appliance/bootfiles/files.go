@@ -2,7 +2,6 @@ package bootfiles
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -65,7 +64,7 @@ func (s *Server) ServeImageFile(w http.ResponseWriter, r *http.Request) error {
 		}
 		var ok bool
 		if f, ok = im.File(r.PathValue("file")); !ok {
-			return fmt.Errorf("image %s has no %s: %w", im.Name, r.PathValue("file"), store.ErrNotFound)
+			return store.Errorf(store.ErrNotFound, "image %s has no %s", im.Name, r.PathValue("file"))
 		}
 		return nil
 	})

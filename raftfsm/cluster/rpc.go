@@ -53,7 +53,14 @@ func toWire(err error) *wireError {
 	case errors.Is(err, errBadCommand):
 		code = "bad_command"
 	}
-	return &wireError{Code: code, Message: err.Error()}
+	// A refusal travels with its public text, so the node that answers the
+	// client says what the leader's command said, no more.
+	msg := err.Error()
+	var se *store.Error
+	if errors.As(err, &se) {
+		msg = se.Message()
+	}
+	return &wireError{Code: code, Message: msg}
 }
 
 func fromWire(w *wireError) error {
@@ -203,7 +210,7 @@ func (c *Cluster) callHeader(ctx context.Context, nodeAddr, method, path string,
 	}
 	switch resp.StatusCode {
 	case http.StatusNotFound:
-		return fmt.Errorf("%s: %w", strings.TrimSpace(string(b)), store.ErrNotFound)
+		return store.Errorf(store.ErrNotFound, "%s", strings.TrimSpace(string(b)))
 	case http.StatusMisdirectedRequest:
 		return fmt.Errorf("%s %s on %s: %w", method, path, nodeAddr, ErrNoLeader)
 	case http.StatusBadRequest, http.StatusForbidden:
@@ -512,7 +519,7 @@ func (c *Cluster) removeLocal(id string, tried *bool) func() (done bool, err err
 			if *tried {
 				return true, nil
 			}
-			return false, fmt.Errorf("remove member: %q is not a member: %w", id, store.ErrNotFound)
+			return false, store.Errorf(store.ErrNotFound, "remove member: %q is not a member", id)
 		}
 		*tried = true
 		if err := c.raft.RemoveServer(raft.ServerID(id), 0, c.cfg.ApplyTimeout).Error(); err != nil {

@@ -348,5 +348,5 @@ func (c *Cluster) RepairMember(ctx context.Context, name string) error {
 			return c.call(ctx, string(s.Address), http.MethodPost, "/v1/repair", nil, nil)
 		}
 	}
-	return fmt.Errorf("node %q is not a member: %w", name, store.ErrNotFound)
+	return store.Errorf(store.ErrNotFound, "node %q is not a member", name)
 }
