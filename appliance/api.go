@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollcall/rollcall/appliance/connlimit"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
@@ -92,7 +93,7 @@ func (n *Node) fail(c *gin.Context, err error) {
 	if ae.Status >= 500 {
 		n.log.Error("request failed", "method", c.Request.Method, "route", c.FullPath(), "status", ae.Status, "err", err)
 	}
-	c.AbortWithStatusJSON(ae.Status, gin.H{"error": gin.H{"code": ae.Code, "message": ae.Message}})
+	c.AbortWithStatusJSON(ae.Status, wire.ErrorReply{Error: wire.ErrorDetail{Code: ae.Code, Message: ae.Message}})
 }
 
 func (n *Node) serveHTTP() error {
@@ -380,21 +381,21 @@ func (n *Node) getHealth(c *gin.Context) {
 	// and this node is not far behind the leader: a node catching up
 	// serves old answers (a machine's boot, a lease) as if they were current.
 	ok := leader != "" && hasIdentity
-	answer := gin.H{"node": n.opts.Name, "leader": leader, "state": st.State, "applied_index": st.Applied}
+	answer := wire.Health{Node: n.opts.Name, Leader: leader, State: st.State, AppliedIndex: st.Applied}
 	if st.Diverged != "" {
-		ok, answer["reason"] = false, st.Diverged
+		ok, answer.Reason = false, st.Diverged
 	}
 	if ok {
 		lag, err := n.cluster.Lag(c.Request.Context(), 500*time.Millisecond)
 		switch {
 		case err != nil:
-			ok, answer["lag_error"] = false, "cannot tell how far behind the leader this node is"
+			ok, answer.LagError = false, "cannot tell how far behind the leader this node is"
 			n.log.Debug("health: lag unknown", "err", err)
 		case lag > maxHealthLag:
-			ok, answer["lag"] = false, lag
-			answer["reason"] = fmt.Sprintf("catching up: %d entries behind the leader (healthy within %d)", lag, maxHealthLag)
+			ok, answer.Lag = false, &lag
+			answer.Reason = fmt.Sprintf("catching up: %d entries behind the leader (healthy within %d)", lag, maxHealthLag)
 		default:
-			answer["lag"] = lag
+			answer.Lag = &lag
 		}
 	}
 	// Every part and how it fares; one that provisioning needs and that
@@ -403,13 +404,13 @@ func (n *Node) getHealth(c *gin.Context) {
 	for _, p := range parts {
 		if p.State == "failed" && (p.Name == "dhcp" || p.Name == "tftp" || p.Name == "api") {
 			ok = false
-			if answer["reason"] == nil {
-				answer["reason"] = p.Name + ": " + p.Error
+			if answer.Reason == "" {
+				answer.Reason = p.Name + ": " + p.Error
 			}
 		}
 	}
-	answer["parts"] = parts
-	answer["ok"] = ok
+	answer.Parts = convert(parts, wirePart)
+	answer.OK = ok
 	status := http.StatusOK
 	if !ok {
 		status = http.StatusServiceUnavailable

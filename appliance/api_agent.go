@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
@@ -23,20 +24,6 @@ const maxInventoryBytes = inventory.MaxDocument
 
 // maxEnlistMACs bounds the MACs an enlist may name (as nics in a report).
 const maxEnlistMACs = 512
-
-type enlistRequest struct {
-	SystemUUID string   `json:"system_uuid"`
-	Serial     string   `json:"serial"`
-	BootMAC    string   `json:"boot_mac"`
-	MACs       []string `json:"macs"`
-}
-
-// EnlistReply tells the agent which machine it is and what to do.
-type EnlistReply struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	Index uint64 `json:"index"`
-}
 
 // identityOf builds the identity the state machine resolves, from reported
 // fields; MACs must already be normalised.
@@ -62,7 +49,7 @@ func identityOf(uuid, serial, bootMAC string, macs []string) raftfsm.Identity {
 }
 
 func (n *Node) postEnlist(c *gin.Context) {
-	var req enlistRequest
+	var req wire.EnlistRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -113,11 +100,11 @@ func (n *Node) postEnlist(c *gin.Context) {
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, EnlistReply{ID: m.ID, State: m.State, Index: idx})
+	c.JSON(http.StatusOK, wire.EnlistReply{ID: m.ID, State: m.State, Index: idx})
 }
 
 // checkEnlist holds an enlist to the limits of a report's same fields.
-func checkEnlist(req enlistRequest) error {
+func checkEnlist(req wire.EnlistRequest) error {
 	for _, f := range [][2]string{{"system_uuid", req.SystemUUID}, {"serial", req.Serial}, {"boot_mac", req.BootMAC}} {
 		if err := inventory.CheckText(f[0], f[1], false); err != nil {
 			return badRequest("%v", err)
@@ -157,13 +144,6 @@ func (n *Node) machineByIdentity(id raftfsm.Identity, newID string) (store.Machi
 	return m, err
 }
 
-// CommissionReply answers an inventory upload.
-type CommissionReply struct {
-	ID    string `json:"id"`
-	State string `json:"state"`
-	Index uint64 `json:"index"`
-}
-
 func (n *Node) postCommission(c *gin.Context) {
 	var rep inventory.Report
 	if err := decodeBody(c, maxInventoryBytes, &rep); err != nil {
@@ -195,7 +175,7 @@ func (n *Node) postCommission(c *gin.Context) {
 	n.log.Info("machine commissioned", "machine", m.ID, "key", cmd.Identity.Key, "index", idx)
 	go n.queueDetect(n.background(), m.ID)
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, CommissionReply{ID: m.ID, State: m.State, Index: idx})
+	c.JSON(http.StatusOK, wire.CommissionReply{ID: m.ID, State: m.State, Index: idx})
 }
 
 // commissionCommand validates a report and turns it into a command: the BMC
@@ -296,17 +276,6 @@ func (n *Node) openBMCPassword(b store.BMC) (string, error) {
 	return string(pw), nil
 }
 
-// BMCHintReply is GET /api/v1/bmc-hint: the one answer that carries a BMC
-// password, to the agent only, because the agent must verify the hint out of
-// band and then report it (the reference's bmc_hints).
-type BMCHintReply struct {
-	MAC      string `json:"mac"`
-	Driver   string `json:"driver"`
-	Address  string `json:"address"`
-	User     string `json:"user,omitempty"`
-	Password string `json:"password,omitempty"`
-}
-
 // BMC hints carry passwords, so only the booted machine may ask, only for
 // its own MACs, a few at a time and a few times a minute.
 const (
@@ -355,7 +324,7 @@ func (n *Node) getBMCHint(c *gin.Context) {
 			return
 		}
 		if h, ok := n.conf.BMCHints[mac]; ok {
-			c.JSON(http.StatusOK, BMCHintReply{MAC: mac, Driver: h.Driver, Address: h.Address, User: h.User, Password: h.Password})
+			c.JSON(http.StatusOK, wire.BMCHintReply{MAC: mac, Driver: h.Driver, Address: h.Address, User: h.User, Password: h.Password})
 			return
 		}
 	}

@@ -12,19 +12,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 )
-
-// ClusterView is GET /api/v1/cluster.
-type ClusterView struct {
-	Node          string           `json:"node"`
-	Leader        string           `json:"leader"`
-	CAFingerprint string           `json:"ca_fingerprint"`
-	Members       []cluster.Member `json:"members"`
-	Nodes         []store.Node     `json:"nodes"`
-}
 
 func (n *Node) getCluster(c *gin.Context) {
 	members, err := n.cluster.Members(c.Request.Context(), 2*time.Second)
@@ -46,22 +38,11 @@ func (n *Node) getCluster(c *gin.Context) {
 	leader, _ := n.cluster.Leader()
 	ca, _ := x509.ParseCertificate(n.caCert)
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, ClusterView{Node: n.opts.Name, Leader: leader, CAFingerprint: pki.FingerprintHex(ca), Members: members, Nodes: nodes})
-}
-
-type joinCodeRequest struct {
-	TTL string `json:"ttl"`
-}
-
-// JoinCodeView is POST /api/v1/cluster/join-codes.
-type JoinCodeView struct {
-	Code    string    `json:"code"`
-	Expires time.Time `json:"expires"`
-	Address string    `json:"address"`
+	c.JSON(http.StatusOK, wire.ClusterView{Node: n.opts.Name, Leader: leader, CAFingerprint: pki.FingerprintHex(ca), Members: convert(members, wireMember), Nodes: convert(nodes, wireNode)})
 }
 
 func (n *Node) postJoinCode(c *gin.Context) {
-	req := joinCodeRequest{TTL: "60m"}
+	req := wire.JoinCodeRequest{TTL: "60m"}
 	if c.Request.ContentLength != 0 {
 		if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 			n.fail(c, err)
@@ -94,7 +75,7 @@ func (n *Node) postJoinCode(c *gin.Context) {
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusCreated, JoinCodeView{Code: code.String(), Expires: code.Expires, Address: code.Addr})
+	c.JSON(http.StatusCreated, wire.JoinCodeView{Code: code.String(), Expires: code.Expires, Address: code.Addr})
 }
 
 func (n *Node) deleteMember(c *gin.Context) {
@@ -127,7 +108,7 @@ func (n *Node) deleteMember(c *gin.Context) {
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, gin.H{"removed": name})
+	c.JSON(http.StatusOK, wire.Removed{Removed: name})
 }
 
 // postRepair is POST /api/v1/cluster/members/:name/repair: the named node
@@ -144,7 +125,7 @@ func (n *Node) postRepair(c *gin.Context) {
 		n.fail(c, &apiError{Status: http.StatusConflict, Code: "repair_failed", Message: "the repair did not finish; see the node's log and retry", cause: err})
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"node": name, "applied_index": n.cluster.FSM().AppliedIndex()})
+	c.JSON(http.StatusOK, wire.Repaired{Node: name, AppliedIndex: n.cluster.FSM().AppliedIndex()})
 }
 
 // postCheck is POST /api/v1/cluster/check: a consistency check now.
@@ -154,5 +135,5 @@ func (n *Node) postCheck(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"index": idx})
+	c.JSON(http.StatusOK, wire.CheckReply{Index: idx})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,16 +13,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
-	"github.com/rollcall/rollcall/store/inventory"
 )
-
-type createMachineRequest struct {
-	Name string   `json:"name"`
-	MAC  string   `json:"mac"`
-	MACs []string `json:"macs"`
-}
 
 // newMachineID picks a fresh machine ID (the proposer picks IDs, never the
 // state machine).
@@ -34,7 +27,7 @@ func newMachineID() string {
 }
 
 func (n *Node) createMachine(c *gin.Context) {
-	var req createMachineRequest
+	var req wire.CreateMachineRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -71,65 +64,6 @@ func (n *Node) createMachine(c *gin.Context) {
 	n.respondMachine(c, http.StatusCreated, id, idx)
 }
 
-// BMCView is a machine's BMC as the API shows it: never the password.
-type BMCView struct {
-	Driver      string            `json:"driver,omitempty"`
-	Address     string            `json:"address,omitempty"`
-	MAC         string            `json:"mac,omitempty"`
-	User        string            `json:"user,omitempty"`
-	HasPassword bool              `json:"has_password"`
-	Source      string            `json:"source,omitempty"`
-	Settings    map[string]string `json:"settings,omitempty"`
-	Errors      []string          `json:"errors,omitempty"`
-	UpdatedAt   time.Time         `json:"updated_at,omitzero"`
-}
-
-// MachineView is a machine record as the API shows it (lists and show).
-type MachineView struct {
-	ID           string            `json:"id"`
-	Name         string            `json:"name,omitempty"`
-	State        string            `json:"state"`
-	SystemUUID   string            `json:"system_uuid,omitempty"`
-	Serial       string            `json:"serial,omitempty"`
-	MACs         []string          `json:"macs,omitempty"`
-	BootMAC      string            `json:"boot_mac,omitempty"`
-	IdentityKey  string            `json:"identity_key,omitempty"`
-	IPs          []string          `json:"ips,omitempty"`
-	Summary      inventory.Summary `json:"summary,omitzero"`
-	CreatedAt    time.Time         `json:"created_at"`
-	UpdatedAt    time.Time         `json:"updated_at"`
-	LastSeen     time.Time         `json:"last_seen,omitzero"`
-	Commissioned time.Time         `json:"commissioned,omitzero"`
-	Index        uint64            `json:"index"`
-	BMC          *BMCView          `json:"bmc,omitempty"`
-}
-
-// viewOf writes a machine record into its wire type, field by field: a
-// field added to store.Machine reaches clients only when it is written
-// here too (TestMachineViewIsWritten keeps the two lists in step).
-func viewOf(m store.Machine) MachineView {
-	v := MachineView{
-		ID: m.ID, Name: m.Name, State: m.State, SystemUUID: m.SystemUUID, Serial: m.Serial,
-		MACs: m.MACs, BootMAC: m.BootMAC, IdentityKey: m.IdentityKey, IPs: m.IPs, Summary: m.Summary,
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, LastSeen: m.LastSeen, Commissioned: m.Commissioned, Index: m.Index,
-	}
-	if b := m.BMC; b != nil {
-		v.BMC = &BMCView{
-			Driver: b.Driver, Address: b.Address, MAC: b.MAC, User: b.User, HasPassword: len(b.PasswordSealed) > 0,
-			Source: b.Source, Settings: b.Settings, Errors: b.Errors, UpdatedAt: b.UpdatedAt,
-		}
-	}
-	return v
-}
-
-// MachineDetail is GET /api/v1/machines/{id}: the record, the inventory as
-// the agent sent it (without the BMC password) and the history.
-type MachineDetail struct {
-	MachineView
-	Inventory json.RawMessage `json:"inventory,omitempty"`
-	Events    []store.Event   `json:"events"`
-}
-
 func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64) {
 	var m store.Machine
 	if err := n.db.View(func(tx *store.Tx) error {
@@ -141,15 +75,7 @@ func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(max(idx, m.Index), 10))
-	c.JSON(status, viewOf(m))
-}
-
-// MachineList is GET /api/v1/machines.
-type MachineList struct {
-	Index    uint64        `json:"index"`
-	Machines []MachineView `json:"machines"`
-	// Next is the ?after= of the next page when ?limit= cut the list.
-	Next string `json:"next,omitempty"`
+	c.JSON(status, wireMachine(m))
 }
 
 // maxListLimit bounds one page of ?limit=.
@@ -199,7 +125,7 @@ func (n *Node) listMachines(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	// The rows' JSON is ready: write the MachineList shape around it.
+	// The rows' JSON is ready: write the wire.MachineList shape around it.
 	var buf bytes.Buffer
 	buf.Grow(64 + min(len(rows), max(limit, 64))*1100)
 	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
@@ -246,24 +172,22 @@ func (n *Node) getMachine(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	var d MachineDetail
+	var d wire.MachineDetail
 	if err := n.db.View(func(tx *store.Tx) error {
 		m, err := tx.MachineByRef(c.Param("id"))
 		if err != nil {
 			return err
 		}
-		d.MachineView = viewOf(m)
+		d.MachineView = wireMachine(m)
 		if inv, err := tx.Inventory(m.ID); err == nil {
 			d.Inventory = inv
 		}
-		d.Events, err = tx.Events(m.ID)
+		events, err := tx.Events(m.ID)
+		d.Events = nonNil(convert(events, wireEvent))
 		return err
 	}); err != nil {
 		n.fail(c, err)
 		return
-	}
-	if d.Events == nil {
-		d.Events = []store.Event{}
 	}
 	c.Header(headerIndex, strconv.FormatUint(d.Index, 10))
 	c.JSON(http.StatusOK, d)
@@ -286,10 +210,7 @@ func (n *Node) getEvents(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	if events == nil {
-		events = []store.Event{}
-	}
-	c.JSON(http.StatusOK, gin.H{"events": events})
+	c.JSON(http.StatusOK, wire.EventList{Events: nonNil(convert(events, wireEvent))})
 }
 
 func (n *Node) postRecommission(c *gin.Context) {
@@ -335,7 +256,7 @@ func (n *Node) deleteMachine(c *gin.Context) {
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, gin.H{"deleted": m.ID})
+	c.JSON(http.StatusOK, wire.Deleted{Deleted: m.ID})
 }
 
 // getRecentEvents is GET /api/v1/events?limit=N: the fleet's newest events
@@ -365,9 +286,6 @@ func (n *Node) getRecentEvents(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	if events == nil {
-		events = []store.Event{}
-	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, gin.H{"index": idx, "events": events})
+	c.JSON(http.StatusOK, wire.RecentEvents{Index: idx, Events: nonNil(convert(events, wireEvent))})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/ipam"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
@@ -42,144 +43,30 @@ func (n *Node) networkRoutes() []route {
 	h := &netAPI{n: n, pending: map[netip.Addr]bool{}}
 	return []route{
 		{"GET", "/api/v1/fabrics", authAdmin, "fabrics (?index=&wait= ?min_index=)", nil, h.listFabrics},
-		{"POST", "/api/v1/fabrics", authAdmin, "add a fabric (kind ethernet or infiniband)", fabricRequest{}, h.createFabric},
+		{"POST", "/api/v1/fabrics", authAdmin, "add a fabric (kind ethernet or infiniband)", wire.FabricRequest{}, h.createFabric},
 		{"GET", "/api/v1/fabrics/:name", authAdmin, "a fabric with its VLANs", nil, h.getFabric},
 		{"DELETE", "/api/v1/fabrics/:name", authAdmin, "remove a fabric that has no VLANs or subnets", nil, h.deleteFabric},
 
 		{"GET", "/api/v1/vlans", authAdmin, "VLANs by fabric and VID (?index=&wait= ?min_index=)", nil, h.listVLANs},
-		{"POST", "/api/v1/vlans", authAdmin, "add a VLAN: VID (0 untagged), MTU, DHCP mode off|full|proxy and the nodes serving it, boot loader ipxe|pxelinux", vlanRequest{}, h.createVLAN},
+		{"POST", "/api/v1/vlans", authAdmin, "add a VLAN: VID (0 untagged), MTU, DHCP mode off|full|proxy and the nodes serving it, boot loader ipxe|pxelinux", wire.VLANRequest{}, h.createVLAN},
 		{"GET", "/api/v1/vlans/:fabric/:vid", authAdmin, "a VLAN with its subnets", nil, h.getVLAN},
-		{"PUT", "/api/v1/vlans/:fabric/:vid", authAdmin, "replace a VLAN's DHCP mode, serving nodes, MTU and boot loader", vlanUpdate{}, h.putVLAN},
+		{"PUT", "/api/v1/vlans/:fabric/:vid", authAdmin, "replace a VLAN's DHCP mode, serving nodes, MTU and boot loader", wire.VLANUpdate{}, h.putVLAN},
 		{"DELETE", "/api/v1/vlans/:fabric/:vid", authAdmin, "remove a VLAN that carries no subnet", nil, h.deleteVLAN},
 
 		{"GET", "/api/v1/subnets", authAdmin, "subnets with their used address counts (?index=&wait= ?min_index=)", nil, h.listSubnets},
-		{"POST", "/api/v1/subnets", authAdmin, "add a subnet (IPv4 or IPv6); addresses machines already have in it are adopted", subnetRequest{}, h.createSubnet},
+		{"POST", "/api/v1/subnets", authAdmin, "add a subnet (IPv4 or IPv6); addresses machines already have in it are adopted", wire.SubnetRequest{}, h.createSubnet},
 		{"GET", "/api/v1/subnets/:addr/:bits", authAdmin, "a subnet with its ranges", nil, h.getSubnet},
 		{"DELETE", "/api/v1/subnets/:addr/:bits", authAdmin, "remove a subnet and its ranges (?force=1: and release its addresses)", nil, h.deleteSubnet},
 
 		{"GET", "/api/v1/ranges", authAdmin, "ranges (?subnet=CIDR ?index=&wait= ?min_index=)", nil, h.listRanges},
-		{"POST", "/api/v1/ranges", authAdmin, "add a dynamic, reserved or static range to a subnet", rangeRequest{}, h.createRange},
+		{"POST", "/api/v1/ranges", authAdmin, "add a dynamic, reserved or static range to a subnet", wire.RangeRequest{}, h.createRange},
 		{"DELETE", "/api/v1/ranges/:first", authAdmin, "remove the range that starts at an address", nil, h.deleteRange},
 
 		{"GET", "/api/v1/ips", authAdmin, "used addresses (?subnet=CIDR: those inside any prefix; ?index=&wait= ?min_index=)", nil, h.listIPs},
-		{"POST", "/api/v1/ips/reserve", authAdmin, "reserve a single address under a name (never handed out)", reserveRequest{}, h.reserveIP},
-		{"POST", "/api/v1/ips/allocate", authAdmin, "give a machine an address: the one given (static), else the next free one of the subnet (auto)", allocateRequest{}, h.allocateIP},
+		{"POST", "/api/v1/ips/reserve", authAdmin, "reserve a single address under a name (never handed out)", wire.ReserveRequest{}, h.reserveIP},
+		{"POST", "/api/v1/ips/allocate", authAdmin, "give a machine an address: the one given (static), else the next free one of the subnet (auto)", wire.AllocateRequest{}, h.allocateIP},
 		{"DELETE", "/api/v1/ips/:ip", authAdmin, "release an address", nil, h.releaseIP},
 	}
-}
-
-// ---- request bodies
-
-type fabricRequest struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"` // ethernet (default) or infiniband
-}
-
-type vlanRequest struct {
-	Fabric  string             `json:"fabric"`
-	VID     *int               `json:"vid"`
-	MTU     int                `json:"mtu"`
-	DHCP    string             `json:"dhcp"` // off (default), full, proxy
-	Servers []store.VLANServer `json:"servers"`
-	// BootLoader is what BIOS PXE firmware is handed: ipxe (default) or
-	// pxelinux, for NICs that cannot run iPXE.
-	BootLoader string `json:"boot_loader,omitempty"`
-}
-
-// vlanUpdate replaces the mutable part of a VLAN; what it omits is reset.
-type vlanUpdate struct {
-	DHCP    string             `json:"dhcp"`
-	Servers []store.VLANServer `json:"servers"`
-	MTU     int                `json:"mtu"`
-	// BootLoader: ipxe (also when omitted) or pxelinux.
-	BootLoader string `json:"boot_loader,omitempty"`
-}
-
-type subnetRequest struct {
-	CIDR    string   `json:"cidr"`
-	Name    string   `json:"name"`
-	Fabric  string   `json:"fabric"`
-	VID     *int     `json:"vid"`
-	Purpose string   `json:"purpose"`
-	Gateway string   `json:"gateway"`
-	DNS     []string `json:"dns"`
-	Domain  string   `json:"domain"`
-}
-
-type rangeRequest struct {
-	Subnet  string `json:"subnet"`
-	Kind    string `json:"kind"`
-	First   string `json:"first"`
-	Last    string `json:"last"`
-	Comment string `json:"comment"`
-}
-
-type reserveRequest struct {
-	IP   string `json:"ip"`
-	Name string `json:"name"`
-}
-
-type allocateRequest struct {
-	Subnet    string `json:"subnet"`    // CIDR; optional when ip is given
-	Machine   string `json:"machine"`   // ID or name
-	Interface string `json:"interface"` // optional
-	IP        string `json:"ip"`        // optional: this address (static), else the next free one (auto)
-}
-
-// ---- responses
-
-// FabricList is GET /api/v1/fabrics.
-type FabricList struct {
-	Index   uint64         `json:"index"`
-	Fabrics []store.Fabric `json:"fabrics"`
-}
-
-// FabricDetail is a fabric with its VLANs.
-type FabricDetail struct {
-	store.Fabric
-	VLANs []store.VLAN `json:"vlans"`
-}
-
-// VLANList is GET /api/v1/vlans.
-type VLANList struct {
-	Index uint64       `json:"index"`
-	VLANs []store.VLAN `json:"vlans"`
-}
-
-// VLANDetail is a VLAN with its subnets.
-type VLANDetail struct {
-	store.VLAN
-	Subnets []store.Subnet `json:"subnets"`
-}
-
-// SubnetView is a subnet with the number of addresses recorded in it.
-type SubnetView struct {
-	store.Subnet
-	Used int `json:"used"`
-}
-
-// SubnetList is GET /api/v1/subnets.
-type SubnetList struct {
-	Index   uint64       `json:"index"`
-	Subnets []SubnetView `json:"subnets"`
-}
-
-// SubnetDetail is a subnet with its ranges.
-type SubnetDetail struct {
-	SubnetView
-	Ranges []store.Range `json:"ranges"`
-}
-
-// RangeList is GET /api/v1/ranges.
-type RangeList struct {
-	Index  uint64        `json:"index"`
-	Ranges []store.Range `json:"ranges"`
-}
-
-// AddressList is GET /api/v1/ips.
-type AddressList struct {
-	Index     uint64          `json:"index"`
-	Addresses []store.Address `json:"addresses"`
 }
 
 // ---- parsing: every bad value is named in the answer
@@ -294,7 +181,7 @@ func (h *netAPI) read(c *gin.Context, blocking bool, fill func(tx *store.Tx, ind
 
 func deleted(c *gin.Context, idx uint64, what string) {
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, gin.H{"deleted": what})
+	c.JSON(http.StatusOK, wire.Deleted{Deleted: what})
 }
 
 func nonNil[T any](s []T) []T {
@@ -309,7 +196,7 @@ func nonNil[T any](s []T) []T {
 func (h *netAPI) listFabrics(c *gin.Context) {
 	h.read(c, true, func(tx *store.Tx, index uint64) (any, error) {
 		fs, err := tx.Fabrics()
-		return FabricList{Index: index, Fabrics: nonNil(fs)}, err
+		return wire.FabricList{Index: index, Fabrics: nonNil(convert(fs, wireFabric))}, err
 	})
 }
 
@@ -319,10 +206,10 @@ func fabricDetail(tx *store.Tx, name string) (any, error) {
 		return nil, err
 	}
 	vlans, err := tx.VLANs()
-	d := FabricDetail{Fabric: f, VLANs: []store.VLAN{}}
+	d := wire.FabricDetail{Fabric: wireFabric(f), VLANs: []wire.VLAN{}}
 	for _, v := range vlans {
 		if v.Fabric == name {
-			d.VLANs = append(d.VLANs, v)
+			d.VLANs = append(d.VLANs, wireVLAN(v))
 		}
 	}
 	return d, err
@@ -333,7 +220,7 @@ func (h *netAPI) getFabric(c *gin.Context) {
 }
 
 func (h *netAPI) createFabric(c *gin.Context) {
-	var req fabricRequest
+	var req wire.FabricRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
@@ -361,7 +248,7 @@ func (h *netAPI) deleteFabric(c *gin.Context) {
 func (h *netAPI) listVLANs(c *gin.Context) {
 	h.read(c, true, func(tx *store.Tx, index uint64) (any, error) {
 		vs, err := tx.VLANs()
-		return VLANList{Index: index, VLANs: nonNil(vs)}, err
+		return wire.VLANList{Index: index, VLANs: nonNil(convert(vs, wireVLAN))}, err
 	})
 }
 
@@ -371,10 +258,10 @@ func vlanDetail(tx *store.Tx, fabric string, vid int) (any, error) {
 		return nil, err
 	}
 	subnets, err := tx.Subnets()
-	d := VLANDetail{VLAN: v, Subnets: []store.Subnet{}}
+	d := wire.VLANDetail{VLAN: wireVLAN(v), Subnets: []wire.Subnet{}}
 	for _, s := range subnets {
 		if s.Fabric == fabric && s.VID == vid {
-			d.Subnets = append(d.Subnets, s)
+			d.Subnets = append(d.Subnets, wireSubnet(s))
 		}
 	}
 	return d, err
@@ -390,7 +277,7 @@ func (h *netAPI) getVLAN(c *gin.Context) {
 }
 
 func (h *netAPI) createVLAN(c *gin.Context) {
-	var req vlanRequest
+	var req wire.VLANRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
@@ -406,7 +293,7 @@ func (h *netAPI) createVLAN(c *gin.Context) {
 	if req.DHCP == "" {
 		req.DHCP = store.DHCPOff
 	}
-	v := store.VLAN{Fabric: req.Fabric, VID: *req.VID, MTU: req.MTU, DHCP: req.DHCP, Servers: req.Servers, BootLoader: req.BootLoader, Created: time.Now().UTC()}
+	v := store.VLAN{Fabric: req.Fabric, VID: *req.VID, MTU: req.MTU, DHCP: req.DHCP, Servers: convert(req.Servers, storeVLANServer), BootLoader: req.BootLoader, Created: time.Now().UTC()}
 	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckVLAN(tx, v, false) }, &raftfsm.VLANPut{VLAN: raftfsm.VLANBody(v)})
 	if ok {
 		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return vlanDetail(tx, v.Fabric, v.VID) })
@@ -419,7 +306,7 @@ func (h *netAPI) putVLAN(c *gin.Context) {
 		h.n.fail(c, err)
 		return
 	}
-	var req vlanUpdate
+	var req wire.VLANUpdate
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
@@ -434,7 +321,7 @@ func (h *netAPI) putVLAN(c *gin.Context) {
 			return err
 		}
 		v = old
-		v.DHCP, v.Servers, v.MTU, v.BootLoader = req.DHCP, req.Servers, req.MTU, req.BootLoader
+		v.DHCP, v.Servers, v.MTU, v.BootLoader = req.DHCP, convert(req.Servers, storeVLANServer), req.MTU, req.BootLoader
 		return ipam.CheckVLAN(tx, v, true)
 	}
 	if err := h.n.db.View(check); err != nil {
@@ -461,9 +348,9 @@ func (h *netAPI) deleteVLAN(c *gin.Context) {
 
 // ---- subnets
 
-func subnetView(tx *store.Tx, s store.Subnet) (SubnetView, error) {
+func subnetView(tx *store.Tx, s store.Subnet) (wire.SubnetView, error) {
 	used, err := tx.Addresses(s.CIDR, 0)
-	return SubnetView{Subnet: s, Used: len(used)}, err
+	return wire.SubnetView{Subnet: wireSubnet(s), Used: len(used)}, err
 }
 
 func (h *netAPI) listSubnets(c *gin.Context) {
@@ -472,7 +359,7 @@ func (h *netAPI) listSubnets(c *gin.Context) {
 		if err != nil {
 			return nil, err
 		}
-		out := SubnetList{Index: index, Subnets: []SubnetView{}}
+		out := wire.SubnetList{Index: index, Subnets: []wire.SubnetView{}}
 		for _, s := range subnets {
 			v, err := subnetView(tx, s)
 			if err != nil {
@@ -494,7 +381,7 @@ func subnetDetail(tx *store.Tx, p netip.Prefix) (any, error) {
 		return nil, err
 	}
 	ranges, err := tx.Ranges(p)
-	return SubnetDetail{SubnetView: v, Ranges: nonNil(ranges)}, err
+	return wire.SubnetDetail{SubnetView: v, Ranges: nonNil(convert(ranges, wireRange))}, err
 }
 
 func (h *netAPI) getSubnet(c *gin.Context) {
@@ -507,12 +394,12 @@ func (h *netAPI) getSubnet(c *gin.Context) {
 }
 
 func (h *netAPI) createSubnet(c *gin.Context) {
-	var req subnetRequest
+	var req wire.SubnetRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
 	}
-	s, err := req.subnet()
+	s, err := subnetOf(req)
 	if err != nil {
 		h.n.fail(c, err)
 		return
@@ -523,7 +410,8 @@ func (h *netAPI) createSubnet(c *gin.Context) {
 	}
 }
 
-func (req subnetRequest) subnet() (store.Subnet, error) {
+// subnetOf checks a subnet request and makes the record it asks for.
+func subnetOf(req wire.SubnetRequest) (store.Subnet, error) {
 	p, err := parsePrefix("cidr", req.CIDR)
 	if err != nil {
 		return store.Subnet{}, err
@@ -589,12 +477,12 @@ func (h *netAPI) listRanges(c *gin.Context) {
 			}
 		}
 		rs, err := tx.Ranges(p)
-		return RangeList{Index: index, Ranges: nonNil(rs)}, err
+		return wire.RangeList{Index: index, Ranges: nonNil(convert(rs, wireRange))}, err
 	})
 }
 
 func (h *netAPI) createRange(c *gin.Context) {
-	var req rangeRequest
+	var req wire.RangeRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
@@ -617,7 +505,10 @@ func (h *netAPI) createRange(c *gin.Context) {
 	r := store.Range{Subnet: p, Kind: req.Kind, First: first, Last: last, Comment: req.Comment, Created: time.Now().UTC()}
 	idx, ok := h.propose(c, func(tx *store.Tx) error { return ipam.CheckRange(tx, r) }, &raftfsm.RangePut{Range: raftfsm.RangeBody(r)})
 	if ok {
-		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return rangeAt(tx, p, first) })
+		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) {
+			r, err := rangeAt(tx, p, first)
+			return wireRange(r), err
+		})
 	}
 }
 
@@ -666,7 +557,7 @@ func (h *netAPI) listIPs(c *gin.Context) {
 	}
 	h.read(c, true, func(tx *store.Tx, index uint64) (any, error) {
 		as, err := tx.Addresses(p, 0) // any prefix filters, a subnet or not
-		return AddressList{Index: index, Addresses: nonNil(as)}, err
+		return wire.AddressList{Index: index, Addresses: nonNil(convert(as, wireAddress))}, err
 	})
 }
 
@@ -684,7 +575,7 @@ func checkClaim(tx *store.Tx, a store.Address) error {
 }
 
 func (h *netAPI) reserveIP(c *gin.Context) {
-	var req reserveRequest
+	var req wire.ReserveRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
@@ -705,7 +596,7 @@ func (h *netAPI) reserveIP(c *gin.Context) {
 	rec := store.Address{IP: a, How: store.HowReserved, Name: req.Name, Created: time.Now().UTC()}
 	idx, ok := h.propose(c, func(tx *store.Tx) error { return checkClaim(tx, rec) }, &raftfsm.AddressClaim{Address: raftfsm.AddressBody(rec)})
 	if ok {
-		h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return tx.Address(a) })
+		h.respondAddress(c, a, idx)
 	}
 }
 
@@ -722,7 +613,7 @@ func (h *netAPI) releaseIP(c *gin.Context) {
 }
 
 func (h *netAPI) allocateIP(c *gin.Context) {
-	var req allocateRequest
+	var req wire.AllocateRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		h.n.fail(c, err)
 		return
@@ -797,7 +688,10 @@ func (h *netAPI) allocateIP(c *gin.Context) {
 }
 
 func (h *netAPI) respondAddress(c *gin.Context, a netip.Addr, idx uint64) {
-	h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) { return tx.Address(a) })
+	h.respond(c, http.StatusCreated, idx, func(tx *store.Tx) (any, error) {
+		rec, err := tx.Address(a)
+		return wireAddress(rec), err
+	})
 }
 
 // pick chooses the address an auto claim proposes, on the local copy,

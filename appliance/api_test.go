@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
@@ -284,11 +285,11 @@ func TestBadInput(t *testing.T) {
 	// The boot token of a machine that is booting, and of the ready one.
 	boot := agentHeader(testBootToken(t, n, "52:54:00:ee:00:01"))
 	bootReady := agentHeader(testBootToken(t, n, readyReport.BootMAC))
-	created := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "fresh", MAC: "52:54:00:aa:00:01"}, bearer(admin)...)
+	created := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "fresh", MAC: "52:54:00:aa:00:01"}, bearer(admin)...)
 	if created.status != http.StatusCreated {
 		t.Fatalf("create: %s", created)
 	}
-	var fresh MachineView
+	var fresh wire.MachineView
 	created.decode(t, &fresh)
 
 	big := func(prefix string, size int, suffix string) []byte {
@@ -531,40 +532,40 @@ func TestBadInput(t *testing.T) {
 
 // commission uploads a report and returns the reply, failing the test on
 // anything but 200.
-func commission(t testing.TB, n *Node, agent string, rep inventory.Report) CommissionReply {
+func commission(t testing.TB, n *Node, agent string, rep inventory.Report) wire.CommissionReply {
 	t.Helper()
 	r := do(t, n, "POST", "/api/v1/commission", rep, agentHeader(testBootToken(t, n, rep.BootMAC))...)
 	if r.status != http.StatusOK {
 		t.Fatalf("commission: %s", r)
 	}
-	var out CommissionReply
+	var out wire.CommissionReply
 	r.decode(t, &out)
 	return out
 }
 
-func getMachine(t testing.TB, n *Node, admin, ref string) (MachineDetail, apiResponse) {
+func getMachine(t testing.TB, n *Node, admin, ref string) (wire.MachineDetail, apiResponse) {
 	t.Helper()
 	r := do(t, n, "GET", "/api/v1/machines/"+ref, nil, bearer(admin)...)
 	if r.status != http.StatusOK {
 		t.Fatalf("get %s: %s", ref, r)
 	}
-	var d MachineDetail
+	var d wire.MachineDetail
 	r.decode(t, &d)
 	return d, r
 }
 
-func listMachines(t testing.TB, n *Node, admin, query string) MachineList {
+func listMachines(t testing.TB, n *Node, admin, query string) wire.MachineList {
 	t.Helper()
 	r := do(t, n, "GET", "/api/v1/machines"+query, nil, bearer(admin)...)
 	if r.status != http.StatusOK {
 		t.Fatalf("list %s: %s", query, r)
 	}
-	var l MachineList
+	var l wire.MachineList
 	r.decode(t, &l)
 	return l
 }
 
-func hasEvent(events []store.Event, kind string) bool {
+func hasEvent(events []wire.Event, kind string) bool {
 	for _, e := range events {
 		if e.Kind == kind {
 			return true
@@ -580,11 +581,11 @@ func TestMachineLifecycle(t *testing.T) {
 	rep := testReport(uuid, "S7K2X9")
 
 	// The agent's first contact.
-	r := do(t, n, "POST", "/api/v1/enlist", enlistRequest{SystemUUID: strings.ToUpper(uuid), Serial: "S7K2X9", BootMAC: "0C-C4-7A-00-00-01"}, agentHeader(agent)...)
+	r := do(t, n, "POST", "/api/v1/enlist", wire.EnlistRequest{SystemUUID: strings.ToUpper(uuid), Serial: "S7K2X9", BootMAC: "0C-C4-7A-00-00-01"}, agentHeader(agent)...)
 	if r.status != http.StatusOK {
 		t.Fatalf("enlist: %s", r)
 	}
-	var en EnlistReply
+	var en wire.EnlistReply
 	r.decode(t, &en)
 	if en.State != store.StateCommissioning || !store.ValidMachineID(en.ID) || en.Index == 0 {
 		t.Fatalf("enlist = %+v, want a new machine in commissioning", en)
@@ -661,7 +662,7 @@ func TestMachineLifecycle(t *testing.T) {
 	if r.status != http.StatusOK {
 		t.Fatalf("recommission: %s", r)
 	}
-	var rv MachineView
+	var rv wire.MachineView
 	r.decode(t, &rv)
 	if rv.State != store.StateNew {
 		t.Errorf("recommission: state %s, want new", rv.State)
@@ -671,7 +672,7 @@ func TestMachineLifecycle(t *testing.T) {
 		t.Errorf("after recommission: state %s, events %+v", d.State, d.Events)
 	}
 	r = do(t, n, "GET", "/api/v1/machines/"+en.ID+"/events", nil, bearer(admin)...)
-	var ev struct{ Events []store.Event }
+	var ev wire.EventList
 	r.decode(t, &ev)
 	if r.status != 200 || !hasEvent(ev.Events, "recommission") {
 		t.Errorf("events: %s", r)
@@ -703,11 +704,11 @@ func TestListFilters(t *testing.T) {
 	n, admin, agent := startTestNode(t)
 	a := commission(t, n, agent, testReport("8e2b1d44-5f3a-4c7e-9b61-2d0f5a7c3e90", "SER-ALPHA-01", "0c:c4:7a:10:00:01", "0c:c4:7a:10:00:02"))
 	b := commission(t, n, agent, testReport("1f6a9c22-7b4d-4e8a-a3c5-6e1b0d9f4a27", "SER-BRAVO-02", "0c:c4:7a:20:00:01", "0c:c4:7a:20:00:02"))
-	r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "rack7-node3", MAC: "52:54:00:30:00:01"}, bearer(admin)...)
+	r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "rack7-node3", MAC: "52:54:00:30:00:01"}, bearer(admin)...)
 	if r.status != http.StatusCreated {
 		t.Fatalf("create: %s", r)
 	}
-	var c MachineView
+	var c wire.MachineView
 	r.decode(t, &c)
 	if r := do(t, n, "POST", "/api/v1/machines/"+b.ID+"/recommission", nil, bearer(admin)...); r.status != 200 {
 		t.Fatalf("recommission: %s", r)
@@ -768,7 +769,7 @@ func TestBlockingQuery(t *testing.T) {
 
 	t.Run("returns after a write", func(t *testing.T) {
 		type result struct {
-			l       MachineList
+			l       wire.MachineList
 			r       apiResponse
 			err     error
 			elapsed time.Duration
@@ -777,7 +778,7 @@ func TestBlockingQuery(t *testing.T) {
 		go func() {
 			start := time.Now()
 			r, err := send(t.Context(), n, "GET", fmt.Sprintf("/api/v1/machines?index=%d&wait=5s", cur), nil, bearer(admin)...)
-			var l MachineList
+			var l wire.MachineList
 			json.Unmarshal(r.body, &l)
 			done <- result{l, r, err, time.Since(start)}
 		}()
@@ -787,7 +788,7 @@ func TestBlockingQuery(t *testing.T) {
 			t.Fatalf("returned before any write: %s", res.r)
 		default:
 		}
-		if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "wakes-the-watcher"}, bearer(admin)...); r.status != http.StatusCreated {
+		if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "wakes-the-watcher"}, bearer(admin)...); r.status != http.StatusCreated {
 			t.Fatalf("create: %s", r)
 		}
 		res := <-done
@@ -831,7 +832,7 @@ func TestCommissionIdentity(t *testing.T) {
 	// the step before (a ready machine must be sent back before its agent
 	// uploads again), or upload a report.
 	type step struct {
-		create       *createMachineRequest
+		create       *wire.CreateMachineRequest
 		recommission bool
 		report       inventory.Report
 	}
@@ -930,7 +931,7 @@ func TestCommissionIdentity(t *testing.T) {
 		},
 		"added by hand, then commissioned": {
 			steps: []step{
-				{create: &createMachineRequest{Name: "db-07", MAC: "0C:C4:7A:0A:00:01"}},
+				{create: &wire.CreateMachineRequest{Name: "db-07", MAC: "0C:C4:7A:0A:00:01"}},
 				{report: testReport("d4e5f6a7-6666-4b5c-9d8e-3f4a5b6c7d01", "HAND0001", "0c:c4:7a:0a:00:01", "0c:c4:7a:0a:00:02")},
 			},
 			check: func(t *testing.T, n *Node, admin string, ids []string) {
@@ -962,7 +963,7 @@ func TestCommissionIdentity(t *testing.T) {
 					if r.status != http.StatusCreated {
 						t.Fatalf("create: %s", r)
 					}
-					var m MachineView
+					var m wire.MachineView
 					r.decode(t, &m)
 					ids = append(ids, m.ID)
 					continue

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
@@ -41,7 +42,7 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 		data := t.TempDir()
 		o := Options{DataDir: data, Name: fmt.Sprintf("node%d", i+1), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Logger: log}
 		if i > 0 {
-			var jc JoinCodeView
+			var jc wire.JoinCodeView
 			if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/join-codes", `{"ttl":"10m"}`, &jc); code != http.StatusCreated {
 				t.Fatalf("join code: %d", code)
 			}
@@ -102,7 +103,7 @@ func call(t *testing.T, n *Node, token, method, path, body string, out any) int 
 	return resp.StatusCode
 }
 
-func upload(t *testing.T, n *Node, token, name, file string, data []byte) store.ImageFile {
+func upload(t *testing.T, n *Node, token, name, file string, data []byte) wire.ImageFile {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, "http://"+n.HTTPAddr()+"/api/v1/images/"+name+"/files/"+file, bytes.NewReader(data))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -111,7 +112,7 @@ func upload(t *testing.T, n *Node, token, name, file string, data []byte) store.
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var f store.ImageFile
+	var f wire.ImageFile
 	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("upload %s: %d %v", file, resp.StatusCode, err)
 	}
@@ -146,7 +147,7 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 
 	kf := upload(t, nodes[0].Node, token, "commissioning", "kernel", kernel)
 	inf := upload(t, nodes[0].Node, token, "commissioning", "initrd", initrd)
-	body, _ := json.Marshal(imageRequest{Name: "commissioning", Files: []store.ImageFile{kf, inf}})
+	body, _ := json.Marshal(wire.ImageRequest{Name: "commissioning", Files: []wire.ImageFile{kf, inf}})
 	var answer []byte
 	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
 		t.Fatalf("post image: %d %s", code, answer)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -88,23 +89,11 @@ func (n *Node) parseBootToken(tok string, now time.Time) (string, error) {
 // shared agent token.
 func agentMAC(c *gin.Context) string { return c.GetString(ctxAgentMAC) }
 
-type bootTokenRequest struct {
-	MAC string `json:"mac"`
-	TTL string `json:"ttl,omitempty"` // a duration, default 6h, at most 24h
-}
-
-// BootTokenReply is a freshly minted boot token.
-type BootTokenReply struct {
-	MAC     string    `json:"mac"`
-	Token   string    `json:"token"`
-	Expires time.Time `json:"expires"`
-}
-
 // postBootToken is POST /api/v1/boot-tokens: an operator mints the token a
 // boot script would hand out, for an agent started another way (a USB
 // stick, a lab script).
 func (n *Node) postBootToken(c *gin.Context) {
-	var req bootTokenRequest
+	var req wire.BootTokenRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -126,7 +115,7 @@ func (n *Node) postBootToken(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, BootTokenReply{MAC: mac, Token: tok, Expires: exp})
+	c.JSON(http.StatusOK, wire.BootTokenReply{MAC: mac, Token: tok, Expires: exp})
 }
 
 func cmdBootToken(args []string, stdout io.Writer) error {
@@ -141,7 +130,7 @@ func cmdBootToken(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return exchange(c, http.MethodPost, "/api/v1/boot-tokens", bootTokenRequest{MAC: mac, TTL: *ttl}, *asJSON, stdout, func(w io.Writer, r BootTokenReply) error {
+	return exchange(c, http.MethodPost, "/api/v1/boot-tokens", wire.BootTokenRequest{MAC: mac, TTL: *ttl}, *asJSON, stdout, func(w io.Writer, r wire.BootTokenReply) error {
 		_, err := fmt.Fprintf(w, "%s\n(for %s, valid until %s)\n", r.Token, r.MAC, r.Expires.Format(time.RFC3339))
 		return err
 	})

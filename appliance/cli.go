@@ -26,6 +26,7 @@ import (
 	"github.com/rollcall/rollcall/appliance/apiclient"
 	"github.com/rollcall/rollcall/appliance/console"
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -363,8 +364,8 @@ func cmdCluster(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var v JoinCodeView
-		if err := c.do(http.MethodPost, "/api/v1/cluster/join-codes", joinCodeRequest{TTL: ttl.String()}, &v); err != nil {
+		var v wire.JoinCodeView
+		if err := c.do(http.MethodPost, "/api/v1/cluster/join-codes", wire.JoinCodeRequest{TTL: ttl.String()}, &v); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, v.Code)
@@ -398,9 +399,7 @@ func cmdCluster(args []string, stdout io.Writer) error {
 			return errors.New("usage: rollcall cluster repair NAME")
 		}
 		fmt.Fprintf(stdout, "rebuilding %s's store from the leader's…\n", fs.Arg(0))
-		var r struct {
-			AppliedIndex uint64 `json:"applied_index"`
-		}
+		var r wire.Repaired
 		if err := c.do(http.MethodPost, "/api/v1/cluster/members/"+url.PathEscape(fs.Arg(0))+"/repair", nil, &r); err != nil {
 			return err
 		}
@@ -411,9 +410,7 @@ func cmdCluster(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var r struct {
-			Index uint64 `json:"index"`
-		}
+		var r wire.CheckReply
 		if err := c.do(http.MethodPost, "/api/v1/cluster/check", nil, &r); err != nil {
 			return err
 		}
@@ -423,7 +420,7 @@ func cmdCluster(args []string, stdout io.Writer) error {
 	return fmt.Errorf("unknown cluster command %q (join-code, status, remove, repair, check)", args[0])
 }
 
-func printClusterStatus(w io.Writer, v ClusterView) error {
+func printClusterStatus(w io.Writer, v wire.ClusterView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tADDRESS\tROLE\tVOTER\tSTATE\tAPPLIED\tLAST CONTACT")
 	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].ID < v.Members[j].ID })
@@ -499,7 +496,7 @@ func cmdList(args []string, stdout io.Writer) error {
 		if err := c.do(http.MethodGet, "/api/v1/machines?"+v.Encode(), nil, &raw); err != nil {
 			return err
 		}
-		var list MachineList
+		var list wire.MachineList
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return err
 		}
@@ -522,7 +519,7 @@ func cmdList(args []string, stdout io.Writer) error {
 	}
 }
 
-func printMachines(w io.Writer, ms []MachineView) {
+func printMachines(w io.Writer, ms []wire.MachineView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tPRODUCT\tCPU\tMEMORY\tDISKS\tGPUS\tBMC\tUPDATED")
 	for _, m := range ms {
@@ -595,7 +592,7 @@ func cmdShow(args []string, stdout io.Writer) error {
 	return show(c, "/api/v1/machines/"+url.PathEscape(ref), *asJSON, stdout, printDetail)
 }
 
-func printDetail(w io.Writer, d MachineDetail) {
+func printDetail(w io.Writer, d wire.MachineDetail) {
 	m, s := d.MachineView, d.Summary
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	rows := [][2]string{
@@ -643,7 +640,7 @@ func printDetail(w io.Writer, d MachineDetail) {
 	}
 }
 
-func printEvents(w io.Writer, events []store.Event) {
+func printEvents(w io.Writer, events []wire.Event) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range events {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, e.Message)
@@ -662,10 +659,7 @@ func cmdEvents(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	type eventList struct {
-		Events []store.Event `json:"events"`
-	}
-	return show(c, "/api/v1/machines/"+url.PathEscape(ref)+"/events", *asJSON, stdout, func(w io.Writer, v eventList) { printEvents(w, v.Events) })
+	return show(c, "/api/v1/machines/"+url.PathEscape(ref)+"/events", *asJSON, stdout, func(w io.Writer, v wire.EventList) { printEvents(w, v.Events) })
 }
 
 func cmdRecommission(args []string, stdout io.Writer) error {
@@ -684,13 +678,13 @@ func cmdRecommission(args []string, stdout io.Writer) error {
 		path += "?now=1"
 	}
 	if *now {
-		var j store.Job
+		var j wire.Job
 		if err := c.do(http.MethodPost, path, nil, &j); err != nil {
 			return err
 		}
 		return printJob(stdout, j)
 	}
-	var m MachineView
+	var m wire.MachineView
 	if err := c.do(http.MethodPost, path, nil, &m); err != nil {
 		return err
 	}
@@ -706,8 +700,8 @@ func cmdAdd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var m store.Machine
-	if err := c.do(http.MethodPost, "/api/v1/machines", createMachineRequest{Name: *name, MAC: *mac}, &m); err != nil {
+	var m wire.MachineView
+	if err := c.do(http.MethodPost, "/api/v1/machines", wire.CreateMachineRequest{Name: *name, MAC: *mac}, &m); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, m.ID)
@@ -821,7 +815,7 @@ func cmdSetup(args []string, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var n *Node
-	_, err = console.Setup(ctx, console.SetupOptions{DataDir: *data, Start: func(ctx context.Context, ch console.SetupChoices) (string, error) {
+	_, err = console.Setup(ctx, console.SetupOptions{DataDir: *data, CheckName: store.ValidName, Start: func(ctx context.Context, ch console.SetupChoices) (string, error) {
 		host := ch.Address.Addr().String()
 		var err error
 		n, err = Start(ctx, Options{

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -41,7 +42,7 @@ func cmdImage(args []string, stdout io.Writer) error {
 		if *files["kernel"] == "" || *files["initrd"] == "" {
 			return errors.New("-kernel and -initrd are required")
 		}
-		var req imageRequest
+		var req wire.ImageRequest
 		req.Name = name
 		for _, fname := range store.ImageFileNames {
 			path := *files[fname]
@@ -58,7 +59,7 @@ func cmdImage(args []string, stdout io.Writer) error {
 				return fmt.Errorf("%s: not a regular file", path)
 			}
 			fmt.Fprintf(stdout, "uploading %s (%s, %s)… ", fname, path, humanBytes(st.Size()))
-			var got store.ImageFile
+			var got wire.ImageFile
 			err = c.upload(http.MethodPut, "/api/v1/images/"+url.PathEscape(name)+"/files/"+fname, f, st.Size(), &got)
 			f.Close()
 			if err != nil {
@@ -68,7 +69,7 @@ func cmdImage(args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "sha256 %s\n", got.SHA256[:16])
 			req.Files = append(req.Files, got)
 		}
-		var im store.Image
+		var im wire.Image
 		if err := c.do(http.MethodPost, "/api/v1/images", req, &im); err != nil {
 			return err
 		}
@@ -81,7 +82,7 @@ func cmdImage(args []string, stdout io.Writer) error {
 			return err
 		}
 		type imageList struct {
-			Images []store.Image `json:"images"`
+			Images []wire.Image `json:"images"`
 		}
 		return exchange(c, http.MethodGet, "/api/v1/images", nil, *asJSON, stdout, func(stdout io.Writer, v imageList) error {
 			return printImages(stdout, v.Images)
@@ -133,7 +134,7 @@ func flagsFirstWith(args []string, valued ...string) []string {
 	return append(flags, rest...)
 }
 
-func printImages(w io.Writer, images []store.Image) error {
+func printImages(w io.Writer, images []wire.Image) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tFILES\tSIZE\tNODES\tCREATED")
 	for _, im := range images {

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -163,8 +164,8 @@ func fabricAdd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var f FabricDetail
-	if err := c.do(http.MethodPost, "/api/v1/fabrics", fabricRequest{Name: fs.Arg(0), Kind: *kind}, &f); err != nil {
+	var f wire.FabricDetail
+	if err := c.do(http.MethodPost, "/api/v1/fabrics", wire.FabricRequest{Name: fs.Arg(0), Kind: *kind}, &f); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "fabric %s (%s) added\n", f.Name, f.Kind)
@@ -178,7 +179,7 @@ func fabricList(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return show(c, "/api/v1/fabrics", *asJSON, stdout, func(w io.Writer, l FabricList) {
+	return show(c, "/api/v1/fabrics", *asJSON, stdout, func(w io.Writer, l wire.FabricList) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tKIND\tCREATED")
 		for _, f := range l.Fabrics {
@@ -195,7 +196,7 @@ func fabricShow(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return show(c, "/api/v1/fabrics/"+url.PathEscape(fs.Arg(0)), *asJSON, stdout, func(w io.Writer, f FabricDetail) {
+	return show(c, "/api/v1/fabrics/"+url.PathEscape(fs.Arg(0)), *asJSON, stdout, func(w io.Writer, f wire.FabricDetail) {
 		printRows(w, [][2]string{{"Name", f.Name}, {"Kind", f.Kind}, {"Created", stamp(f.Created)}})
 		if len(f.VLANs) > 0 {
 			fmt.Fprintln(w, "\nVLANs:")
@@ -226,7 +227,7 @@ func vlanAdd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req := vlanRequest{Fabric: fs.Arg(0), MTU: *vf.mtu, DHCP: store.DHCPOff, BootLoader: *vf.loader}
+	req := wire.VLANRequest{Fabric: fs.Arg(0), MTU: *vf.mtu, DHCP: store.DHCPOff, BootLoader: *vf.loader}
 	vid, err := strconv.Atoi(fs.Arg(1))
 	if err != nil {
 		return fmt.Errorf("VID %q is not a number in 0–4094", fs.Arg(1))
@@ -235,7 +236,7 @@ func vlanAdd(args []string, stdout io.Writer) error {
 	if req.DHCP, req.Servers, err = dhcpFlags(*vf.dhcp, *vf.proxy, *vf.nodes, *vf.ifaces); err != nil {
 		return err
 	}
-	var v VLANDetail
+	var v wire.VLANDetail
 	if err := c.do(http.MethodPost, "/api/v1/vlans", req, &v); err != nil {
 		return err
 	}
@@ -286,11 +287,11 @@ func vlanSet(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var v VLANDetail
+	var v wire.VLANDetail
 	if err := c.do(http.MethodGet, vlanPath(fs.Arg(0), fs.Arg(1)), nil, &v); err != nil {
 		return err
 	}
-	req := vlanUpdate{DHCP: v.DHCP, Servers: v.Servers, MTU: v.MTU, BootLoader: v.BootLoader}
+	req := wire.VLANUpdate{DHCP: v.DHCP, Servers: v.Servers, MTU: v.MTU, BootLoader: v.BootLoader}
 	switch {
 	case *vf.dhcp || *vf.proxy:
 		req.DHCP = mode
@@ -321,7 +322,7 @@ func loaderOf(l string) string {
 	return l
 }
 
-func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []store.VLANServer, error) {
+func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []wire.VLANServer, error) {
 	mode := store.DHCPOff
 	switch {
 	case dhcp && proxy:
@@ -334,9 +335,9 @@ func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []store.VLANSe
 	if len(ifaces) > len(nodes) || len(ifaces) > 0 && len(ifaces) != len(nodes) {
 		return "", nil, fmt.Errorf("give one -iface per -node, or none (%d nodes, %d interfaces)", len(nodes), len(ifaces))
 	}
-	var servers []store.VLANServer
+	var servers []wire.VLANServer
 	for i := range nodes {
-		s := store.VLANServer{Node: nodes[i]}
+		s := wire.VLANServer{Node: nodes[i]}
 		if i < len(ifaces) {
 			s.Iface = ifaces[i]
 		}
@@ -345,7 +346,7 @@ func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []store.VLANSe
 	return mode, servers, nil
 }
 
-func printVLANs(w io.Writer, vs []store.VLAN) {
+func printVLANs(w io.Writer, vs []wire.VLAN) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FABRIC\tVID\tMTU\tDHCP\tSERVED BY")
 	for _, v := range vs {
@@ -361,7 +362,7 @@ func mtuOf(m int) string {
 	return strconv.Itoa(m)
 }
 
-func servers(ss []store.VLANServer) string {
+func servers(ss []wire.VLANServer) string {
 	var out []string
 	for _, s := range ss {
 		if s.Iface == "" {
@@ -384,7 +385,7 @@ func vlanList(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return show(c, "/api/v1/vlans", *asJSON, stdout, func(w io.Writer, l VLANList) { printVLANs(w, l.VLANs) })
+	return show(c, "/api/v1/vlans", *asJSON, stdout, func(w io.Writer, l wire.VLANList) { printVLANs(w, l.VLANs) })
 }
 
 func vlanShow(args []string, stdout io.Writer) error {
@@ -394,7 +395,7 @@ func vlanShow(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return show(c, vlanPath(fs.Arg(0), fs.Arg(1)), *asJSON, stdout, func(w io.Writer, v VLANDetail) {
+	return show(c, vlanPath(fs.Arg(0), fs.Arg(1)), *asJSON, stdout, func(w io.Writer, v wire.VLANDetail) {
 		printRows(w, [][2]string{
 			{"Fabric", v.Fabric}, {"VID", strconv.Itoa(v.VID)}, {"MTU", mtuOf(v.MTU)}, {"DHCP", v.DHCP},
 			{"Boot loader", loaderOf(v.BootLoader)},
@@ -402,9 +403,9 @@ func vlanShow(args []string, stdout io.Writer) error {
 		})
 		if len(v.Subnets) > 0 {
 			fmt.Fprintln(w, "\nSubnets:")
-			views := make([]SubnetView, len(v.Subnets))
+			views := make([]wire.SubnetView, len(v.Subnets))
 			for i, s := range v.Subnets {
-				views[i] = SubnetView{Subnet: s, Used: -1}
+				views[i] = wire.SubnetView{Subnet: s, Used: -1}
 			}
 			printSubnets(w, views)
 		}
@@ -439,7 +440,7 @@ func subnetAdd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req := subnetRequest{CIDR: fs.Arg(0), Name: *name, Fabric: *fabric, Purpose: *purpose, Gateway: *gateway, Domain: *domain}
+	req := wire.SubnetRequest{CIDR: fs.Arg(0), Name: *name, Fabric: *fabric, Purpose: *purpose, Gateway: *gateway, Domain: *domain}
 	if *fabric == "" || *vid == "" || *purpose == "" {
 		return errors.New("-fabric, -vid and -purpose are required; usage: " + fs.usage)
 	}
@@ -453,7 +454,7 @@ func subnetAdd(args []string, stdout io.Writer) error {
 			req.DNS = append(req.DNS, d)
 		}
 	}
-	var s SubnetDetail
+	var s wire.SubnetDetail
 	if err := c.do(http.MethodPost, "/api/v1/subnets", req, &s); err != nil {
 		return err
 	}
@@ -465,7 +466,7 @@ func subnetAdd(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func printSubnets(w io.Writer, ss []SubnetView) {
+func printSubnets(w io.Writer, ss []wire.SubnetView) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CIDR\tNAME\tFABRIC\tVID\tPURPOSE\tGATEWAY\tDNS\tDOMAIN\tUSED")
 	for _, s := range ss {
@@ -486,7 +487,7 @@ func subnetList(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return show(c, "/api/v1/subnets", *asJSON, stdout, func(w io.Writer, l SubnetList) { printSubnets(w, l.Subnets) })
+	return show(c, "/api/v1/subnets", *asJSON, stdout, func(w io.Writer, l wire.SubnetList) { printSubnets(w, l.Subnets) })
 }
 
 func subnetShow(args []string, stdout io.Writer) error {
@@ -500,7 +501,7 @@ func subnetShow(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return show(c, path, *asJSON, stdout, func(w io.Writer, s SubnetDetail) {
+	return show(c, path, *asJSON, stdout, func(w io.Writer, s wire.SubnetDetail) {
 		printRows(w, [][2]string{
 			{"CIDR", s.CIDR.String()}, {"Name", dash(s.Name)}, {"Fabric", s.Fabric}, {"VID", strconv.Itoa(s.VID)},
 			{"Purpose", s.Purpose}, {"Gateway", addrOrDash(s.Gateway)}, {"DNS", addrs(s.DNS)}, {"Domain", dash(s.Domain)},
@@ -543,8 +544,8 @@ func rangeAdd(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	req := rangeRequest{Subnet: fs.Arg(0), Kind: fs.Arg(1), First: fs.Arg(2), Last: fs.Arg(3), Comment: *comment}
-	var r store.Range
+	req := wire.RangeRequest{Subnet: fs.Arg(0), Kind: fs.Arg(1), First: fs.Arg(2), Last: fs.Arg(3), Comment: *comment}
+	var r wire.Range
 	if err := c.do(http.MethodPost, "/api/v1/ranges", req, &r); err != nil {
 		return err
 	}
@@ -554,7 +555,7 @@ func rangeAdd(args []string, stdout io.Writer) error {
 
 // rangeSize is the number of addresses in r, as text (IPv6 ranges can be
 // larger than any integer type).
-func rangeSize(r store.Range) string {
+func rangeSize(r wire.Range) string {
 	if !r.First.IsValid() || !r.Last.IsValid() {
 		return "-"
 	}
@@ -563,7 +564,7 @@ func rangeSize(r store.Range) string {
 	return n.Add(n, big.NewInt(1)).String()
 }
 
-func printRanges(w io.Writer, rs []store.Range) {
+func printRanges(w io.Writer, rs []wire.Range) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SUBNET\tKIND\tFIRST\tLAST\tSIZE\tCOMMENT")
 	for _, r := range rs {
@@ -584,7 +585,7 @@ func rangeList(args []string, stdout io.Writer) error {
 	if *subnet != "" {
 		path += "?subnet=" + url.QueryEscape(*subnet)
 	}
-	return show(c, path, *asJSON, stdout, func(w io.Writer, l RangeList) { printRanges(w, l.Ranges) })
+	return show(c, path, *asJSON, stdout, func(w io.Writer, l wire.RangeList) { printRanges(w, l.Ranges) })
 }
 
 func rangeRm(args []string, stdout io.Writer) error {
@@ -593,9 +594,7 @@ func rangeRm(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var out struct {
-		Deleted string `json:"deleted"`
-	}
+	var out wire.Deleted
 	if err := c.do(http.MethodDelete, "/api/v1/ranges/"+url.PathEscape(fs.Arg(0)), nil, &out); err != nil {
 		return err
 	}
@@ -617,7 +616,7 @@ func ipList(args []string, stdout io.Writer) error {
 	if *subnet != "" {
 		path += "?subnet=" + url.QueryEscape(*subnet)
 	}
-	return show(c, path, *asJSON, stdout, func(w io.Writer, l AddressList) {
+	return show(c, path, *asJSON, stdout, func(w io.Writer, l wire.AddressList) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "IP\tSUBNET\tHOW\tMACHINE\tINTERFACE\tNAME\tCREATED")
 		for _, a := range l.Addresses {
@@ -634,8 +633,8 @@ func ipReserve(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var a store.Address
-	if err := c.do(http.MethodPost, "/api/v1/ips/reserve", reserveRequest{IP: fs.Arg(0), Name: *name}, &a); err != nil {
+	var a wire.Address
+	if err := c.do(http.MethodPost, "/api/v1/ips/reserve", wire.ReserveRequest{IP: fs.Arg(0), Name: *name}, &a); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s reserved for %s in %s\n", a.IP, a.Name, a.Subnet)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // cmdPower is `rollcall power ID status|on|off|soft|cycle|reset`.
@@ -26,8 +26,8 @@ func cmdPower(args []string, stdout io.Writer) error {
 	if fs.NArg() != 2 {
 		return errors.New("usage: rollcall power ID status|on|off|soft|cycle|reset")
 	}
-	var j store.Job
-	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/power", powerRequest{Action: fs.Arg(1)}, &j); err != nil {
+	var j wire.Job
+	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/power", wire.PowerRequest{Action: fs.Arg(1)}, &j); err != nil {
 		return err
 	}
 	return printJob(stdout, j)
@@ -45,14 +45,14 @@ func cmdBootdev(args []string, stdout io.Writer) error {
 	if fs.NArg() != 2 {
 		return errors.New("usage: rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]")
 	}
-	var j store.Job
-	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/bootdev", bootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}, &j); err != nil {
+	var j wire.Job
+	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/bootdev", wire.BootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}, &j); err != nil {
 		return err
 	}
 	return printJob(stdout, j)
 }
 
-func printJob(w io.Writer, j store.Job) error {
+func printJob(w io.Writer, j wire.Job) error {
 	if !j.Done {
 		fmt.Fprintf(w, "%s %s %s: still running (job %s)\n", j.Machine, j.Kind, j.Arg, j.ID)
 		return nil
@@ -86,9 +86,7 @@ func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var v struct {
-			Drivers []struct{ Name, Description string } `json:"drivers"`
-		}
+		var v wire.DriverList
 		if err := c.do(http.MethodGet, "/api/v1/bmc/drivers", nil, &v); err != nil {
 			return err
 		}
@@ -98,7 +96,7 @@ func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		return tw.Flush()
 	}
-	var req bmcRequest
+	var req wire.BMCRequest
 	settings := keyValues{}
 	fs.StringVar(&req.Driver, "driver", "", "driver (rollcall bmc drivers lists them)")
 	fs.StringVar(&req.Address, "address", "", "BMC address (host or host:port)")
@@ -137,7 +135,7 @@ func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	if req.Verify || req.Probe {
-		var j store.Job
+		var j wire.Job
 		json.Unmarshal(raw, &j)
 		return printJob(stdout, j)
 	}

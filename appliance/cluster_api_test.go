@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -43,14 +44,14 @@ func TestMachinesOnFollowers(t *testing.T) {
 		}
 		return resp.StatusCode
 	}
-	var en EnlistReply
+	var en wire.EnlistReply
 	if code := agentCall(f1, "/api/v1/enlist", `{"system_uuid":"6a1e4a2c-3b5d-4e2f-9c1a-0b7d8e9f1a2b","serial":"SRV-001","boot_mac":"02:00:00:00:00:01"}`, &en); code != 200 || en.State != store.StateCommissioning {
 		t.Fatalf("enlist on follower: %d %+v", code, en)
 	}
 	report := `{"version":1,"boot_mac":"02:00:00:00:00:01","system":{"manufacturer":"Dell Inc.","product":"PowerEdge R650","serial":"SRV-001","uuid":"6A1E4A2C-3B5D-4E2F-9C1A-0B7D8E9F1A2B"},
 	  "cpus":[{"socket":0,"model":"Xeon","cores":16,"threads":32}],"nics":[{"name":"eno1","mac":"02:00:00:00:00:01","link":true}],
 	  "bmc":{"driver":"ipmi","address":"192.0.2.10","user":"commissioner","password":"Zq8-not-logged-9"}}`
-	var cr CommissionReply
+	var cr wire.CommissionReply
 	if code := agentCall(f1, "/api/v1/commission", report, &cr); code != 200 || cr.ID != en.ID || cr.State != store.StateReady {
 		t.Fatalf("commission on follower: %d %+v (enlisted %s)", code, cr, en.ID)
 	}
@@ -63,7 +64,7 @@ func TestMachinesOnFollowers(t *testing.T) {
 	if strings.Contains(string(raw), "Zq8-not-logged-9") || strings.Contains(string(raw), "password_sealed") {
 		t.Fatalf("the BMC secret reached an answer: %s", raw)
 	}
-	var d MachineDetail
+	var d wire.MachineDetail
 	json.Unmarshal(raw, &d)
 	if d.State != store.StateReady || d.BMC == nil || !d.BMC.HasPassword || d.Summary.Cores != 16 || len(d.Events) < 2 {
 		t.Fatalf("detail on follower: %+v", d)
@@ -71,7 +72,7 @@ func TestMachinesOnFollowers(t *testing.T) {
 
 	// Re-commission through f2, by serial-less name lookup (ID here), then
 	// delete through the leader; every node agrees at each step.
-	var mv MachineView
+	var mv wire.MachineView
 	if code := call(t, f2, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &mv); code != 200 || mv.State != store.StateNew {
 		t.Fatalf("recommission on follower: %d %+v", code, mv)
 	}
@@ -82,7 +83,7 @@ func TestMachinesOnFollowers(t *testing.T) {
 	}
 	idx := nodes[0].cluster.FSM().AppliedIndex()
 	for _, n := range nodes {
-		var list MachineList
+		var list wire.MachineList
 		call(t, n.Node, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d&state=new", idx), "", &list)
 		if len(list.Machines) != 1 || list.Machines[0].ID != en.ID {
 			t.Fatalf("%s lists %+v", n.Name(), list.Machines)
@@ -135,7 +136,7 @@ func TestDamagedNodeThroughTheAPI(t *testing.T) {
 	if code := call(t, damaged, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:bd:01", "", nil); code != http.StatusServiceUnavailable {
 		t.Errorf("a damaged node answered a boot script: %d", code)
 	}
-	var cv ClusterView
+	var cv wire.ClusterView
 	call(t, nodes[0].Node, token, http.MethodGet, "/api/v1/cluster", "", &cv)
 	found := false
 	for _, m := range cv.Members {

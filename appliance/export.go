@@ -14,28 +14,14 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store/pgexport"
 )
-
-// exportRequest is the body of POST /api/v1/export/postgres. The password
-// travels in the body (use HTTPS off the node) and is never logged.
-type exportRequest struct {
-	DSN      string `json:"dsn"`
-	Schema   string `json:"schema,omitempty"`
-	Password string `json:"password,omitempty"`
-}
-
-// ExportReply is the answer to POST /api/v1/export/postgres.
-type ExportReply struct {
-	Node   string         `json:"node"`
-	Target string         `json:"target"` // without the password
-	Stats  pgexport.Stats `json:"stats"`
-}
 
 // postExport copies this node's local store into PostgreSQL: one snapshot,
 // one PostgreSQL transaction (see pgexport.Export).
 func (n *Node) postExport(c *gin.Context) {
-	var req exportRequest
+	var req wire.ExportRequest
 	if err := decodeBody(c, 64<<10, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -51,7 +37,7 @@ func (n *Node) postExport(c *gin.Context) {
 		return
 	}
 	n.log.Info("exported to PostgreSQL", "target", t.String(), "index", st.Index, "machines", st.Machines, "took", st.Duration)
-	c.JSON(http.StatusOK, ExportReply{Node: n.opts.Name, Target: t.String(), Stats: st})
+	c.JSON(http.StatusOK, wire.ExportReply{Node: n.opts.Name, Target: t.String(), Stats: wireExportStats(st)})
 }
 
 // exportError says what went wrong with PostgreSQL in words an operator
@@ -77,19 +63,8 @@ func exportError(err error, t pgexport.Target) error {
 	return err
 }
 
-// ExportStatusView is GET /api/v1/export/status.
-type ExportStatusView struct {
-	Node       string `json:"node"`
-	Configured bool   `json:"configured"`
-	// Role is mirror (this node runs it), standby (another node leads and
-	// runs it) or off (no postgres_export in this node's configuration).
-	Role   string           `json:"role"`
-	Leader string           `json:"leader,omitempty"`
-	Mirror *pgexport.Status `json:"mirror,omitempty"`
-}
-
 func (n *Node) getExportStatus(c *gin.Context) {
-	v := ExportStatusView{Node: n.opts.Name, Role: "off"}
+	v := wire.ExportStatusView{Node: n.opts.Name, Role: "off"}
 	if n.cluster != nil {
 		v.Leader, _ = n.cluster.Leader()
 	}
@@ -110,7 +85,8 @@ func (n *Node) getExportStatus(c *gin.Context) {
 		n.log.Warn("export status: cannot read the export state", "err", err)
 		st.LastError = exportError(err, r.Target()).Error()
 	}
-	v.Mirror = &st
+	ws := wireExportStatus(st)
+	v.Mirror = &ws
 	c.JSON(http.StatusOK, v)
 }
 
@@ -149,7 +125,7 @@ func cmdExportPostgres(args []string, stdout, stderr io.Writer) error {
 	if err := t.Check(); err != nil {
 		return err
 	}
-	req := exportRequest{DSN: *dsn, Schema: *schema, Password: os.Getenv("PGPASSWORD")}
+	req := wire.ExportRequest{DSN: *dsn, Schema: *schema, Password: os.Getenv("PGPASSWORD")}
 	if *pwFile != "" {
 		if req.Password, err = pgexport.ReadPasswordFile(*pwFile); err != nil {
 			return err
@@ -158,7 +134,7 @@ func cmdExportPostgres(args []string, stdout, stderr io.Writer) error {
 	return exchange(c, http.MethodPost, "/api/v1/export/postgres", req, *asJSON, stdout, printExportReply)
 }
 
-func printExportReply(stdout io.Writer, r ExportReply) error {
+func printExportReply(stdout io.Writer, r wire.ExportReply) error {
 	rows := 0
 	for _, n := range r.Stats.Rows {
 		rows += n
@@ -179,7 +155,7 @@ func cmdExportStatus(args []string, stdout, stderr io.Writer) error {
 	return exchange(c, http.MethodGet, "/api/v1/export/status", nil, *asJSON, stdout, printExportStatus)
 }
 
-func printExportStatus(stdout io.Writer, v ExportStatusView) error {
+func printExportStatus(stdout io.Writer, v wire.ExportStatusView) error {
 	if !v.Configured {
 		fmt.Fprintf(stdout, "node %s: no postgres_export in its configuration\n", v.Node)
 		return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store/pgexport"
@@ -180,13 +181,13 @@ func TestExportStatusFollowsLeadership(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	status := func() ExportStatusView {
+	status := func() wire.ExportStatusView {
 		t.Helper()
 		code, out, errOut := runCLI("export", "status", "-json")
 		if code != 0 {
 			t.Fatalf("export status: %d %s", code, errOut)
 		}
-		var v ExportStatusView
+		var v wire.ExportStatusView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatal(err)
 		}

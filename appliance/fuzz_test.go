@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -35,7 +36,7 @@ func FuzzCommissionBody(f *testing.F) {
 		if r.status != http.StatusOK {
 			return
 		}
-		var reply CommissionReply
+		var reply wire.CommissionReply
 		r.decode(t, &reply)
 		var stored []byte
 		var m store.Machine
@@ -91,11 +92,11 @@ func FuzzCreateMachineBody(f *testing.F) {
 		if r.status != http.StatusCreated {
 			return
 		}
-		var req createMachineRequest
+		var req wire.CreateMachineRequest
 		if err := json.Unmarshal(body, &req); err != nil {
 			t.Fatalf("created from a body encoding/json refuses (%v): %q", err, body)
 		}
-		var m MachineView
+		var m wire.MachineView
 		r.decode(t, &m)
 		if !store.ValidMachineID(m.ID) || m.State != store.StateNew || m.Name != req.Name {
 			t.Errorf("created %+v from %q", m, body)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -33,7 +34,7 @@ func importTestImage(t *testing.T, n *Node, admin string) {
 	t.Helper()
 	kf := upload(t, n, admin, "commissioning", "kernel", []byte("kernel bytes"))
 	inf := upload(t, n, admin, "commissioning", "initrd", []byte("initrd bytes"))
-	body, _ := json.Marshal(imageRequest{Name: "commissioning", Files: []store.ImageFile{kf, inf}})
+	body, _ := json.Marshal(wire.ImageRequest{Name: "commissioning", Files: []wire.ImageFile{kf, inf}})
 	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), nil); code != http.StatusCreated {
 		t.Fatalf("post image: %d", code)
 	}
@@ -74,10 +75,10 @@ func TestBMCCannotBeRedirected(t *testing.T) {
 	defer trap.Close()
 	trapAddr := strings.TrimPrefix(trap.URL, "https://")
 
-	if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "victim", MAC: mac}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "victim", MAC: mac}, bearer(admin)...); r.status != http.StatusCreated {
 		t.Fatalf("add: %s", r)
 	}
-	if r := do(t, n, "PUT", "/api/v1/machines/victim/bmc", bmcRequest{Driver: "ipmi", Address: "127.0.0.1", User: "opadmin", Password: "op-secret-1"}, bearer(admin)...); r.status != http.StatusOK {
+	if r := do(t, n, "PUT", "/api/v1/machines/victim/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1", User: "opadmin", Password: "op-secret-1"}, bearer(admin)...); r.status != http.StatusOK {
 		t.Fatalf("bmc: %s", r)
 	}
 	before := machineByName(t, n, "victim")
@@ -131,10 +132,10 @@ func TestBMCPasswordBoundToAddress(t *testing.T) {
 		t.Fatal("a password opened for an address it was not made for")
 	}
 	// An operator who changes the address without a password loses it too.
-	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", bmcRequest{Driver: "ipmi", Address: "127.0.0.1:6232", User: "op", Password: "op-made-1"}, bearer(admin)...); r.status != http.StatusOK {
+	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1:6232", User: "op", Password: "op-made-1"}, bearer(admin)...); r.status != http.StatusOK {
 		t.Fatalf("bmc: %s", r)
 	}
-	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", bmcRequest{Driver: "ipmi", Address: "127.0.0.1:6233", User: "op"}, bearer(admin)...); r.status != http.StatusOK {
+	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1:6233", User: "op"}, bearer(admin)...); r.status != http.StatusOK {
 		t.Fatalf("bmc: %s", r)
 	}
 	if m := machineByName(t, n, id); len(m.BMC.PasswordSealed) != 0 {
@@ -167,9 +168,9 @@ func TestBootTokenScope(t *testing.T) {
 		want int
 		msg  string
 	}{
-		"enlist as another MAC":                      {"/api/v1/enlist", enlistRequest{Serial: "EVIL0001", BootMAC: "52:54:00:66:00:02"}, 403, "not the MAC"},
-		"enlist claiming a ready machine's UUID":     {"/api/v1/enlist", enlistRequest{SystemUUID: ready.System.UUID, BootMAC: attacker}, 403, "does not own"},
-		"enlist taking a ready machine's MAC":        {"/api/v1/enlist", enlistRequest{Serial: "EVIL0002", BootMAC: attacker, MACs: []string{attacker, "0c:c4:7a:70:00:02"}}, 403, "an operator must release it"},
+		"enlist as another MAC":                      {"/api/v1/enlist", wire.EnlistRequest{Serial: "EVIL0001", BootMAC: "52:54:00:66:00:02"}, 403, "not the MAC"},
+		"enlist claiming a ready machine's UUID":     {"/api/v1/enlist", wire.EnlistRequest{SystemUUID: ready.System.UUID, BootMAC: attacker}, 403, "does not own"},
+		"enlist taking a ready machine's MAC":        {"/api/v1/enlist", wire.EnlistRequest{Serial: "EVIL0002", BootMAC: attacker, MACs: []string{attacker, "0c:c4:7a:70:00:02"}}, 403, "an operator must release it"},
 		"commission claiming a ready machine's UUID": {"/api/v1/commission", testReport(ready.System.UUID, "EVIL0003", attacker), 403, "does not own"},
 		"commission as the ready machine":            {"/api/v1/commission", ready, 403, "not the MAC"},
 	}
@@ -189,7 +190,7 @@ func TestBootTokenScope(t *testing.T) {
 	// its machine is new or commissioning.
 	// (Its boot script powers it off and hands out no token at all.)
 	own := agentHeader(testBootToken(t, n, ready.BootMAC))
-	if r := do(t, n, "POST", "/api/v1/enlist", enlistRequest{SystemUUID: ready.System.UUID, BootMAC: ready.BootMAC}, own...); r.status != http.StatusForbidden {
+	if r := do(t, n, "POST", "/api/v1/enlist", wire.EnlistRequest{SystemUUID: ready.System.UUID, BootMAC: ready.BootMAC}, own...); r.status != http.StatusForbidden {
 		t.Fatalf("a ready machine's token enlisted: %s", r)
 	}
 	// A token for one MAC has nothing in common with another's.
@@ -369,7 +370,7 @@ func decodeReport(t *testing.T, b []byte) inventory.Report {
 // escapes, and an 80 KB serial failed with a 500 after a Raft entry.
 func TestEnlistValidatesEveryString(t *testing.T) {
 	n, _, agent := startTestNode(t)
-	for name, body := range map[string]enlistRequest{
+	for name, body := range map[string]wire.EnlistRequest{
 		"NUL":            {Serial: "SER\x00IAL"},
 		"newline":        {Serial: "SER\nIAL"},
 		"terminal":       {Serial: "\x1b]0;owned\x07"},
@@ -396,14 +397,14 @@ func TestEnlistValidatesEveryString(t *testing.T) {
 // address with a newline and 50,000 settings.
 func TestBMCRequestLimits(t *testing.T) {
 	n, admin, _ := startTestNode(t)
-	if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "limits"}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "limits"}, bearer(admin)...); r.status != http.StatusCreated {
 		t.Fatalf("add: %s", r)
 	}
 	settings := map[string]string{}
 	for i := range 50000 {
 		settings["k"+strconv.Itoa(i)] = "v"
 	}
-	for name, req := range map[string]bmcRequest{
+	for name, req := range map[string]wire.BMCRequest{
 		"900 KB password":      {Driver: "ipmi", Address: "127.0.0.1", Password: strings.Repeat("p", 900<<10)},
 		"address with newline": {Driver: "ipmi", Address: "127.0.0.1\nX-Evil: 1"},
 		"50,000 settings":      {Driver: "ipmi", Address: "127.0.0.1", Settings: settings},
@@ -451,7 +452,7 @@ func TestBootFilesDoNotFollowLinksOut(t *testing.T) {
 func TestListSharedPagedAndCapped(t *testing.T) {
 	n, admin, _ := startTestNode(t)
 	for i := range 25 {
-		if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: fmt.Sprintf("page-%02d", i)}, bearer(admin)...); r.status != http.StatusCreated {
+		if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: fmt.Sprintf("page-%02d", i)}, bearer(admin)...); r.status != http.StatusCreated {
 			t.Fatalf("add: %s", r)
 		}
 	}
@@ -487,7 +488,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 	var seen []string
 	after := ""
 	for page := 0; ; page++ {
-		var l MachineList
+		var l wire.MachineList
 		r := do(t, n, "GET", "/api/v1/machines?limit=10&after="+after, nil, bearer(admin)...)
 		r.decode(t, &l)
 		for _, m := range l.Machines {
@@ -501,7 +502,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 		}
 		after = l.Next
 	}
-	var all MachineList
+	var all wire.MachineList
 	plain.decode(t, &all)
 	if len(seen) != len(all.Machines) || len(seen) != 25 {
 		t.Fatalf("pages saw %d machines, the list has %d", len(seen), len(all.Machines))
@@ -547,7 +548,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 	waitFor(t, "the waiters to queue", func() bool {
 		return n.waiters.Load()+refused.Load() >= maxWaiters+40 || refused.Load() >= 40 && n.waiters.Load() == maxWaiters
 	})
-	if r := do(t, n, "POST", "/api/v1/machines", createMachineRequest{Name: "wake-up"}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "wake-up"}, bearer(admin)...); r.status != http.StatusCreated {
 		t.Fatalf("add: %s", r)
 	}
 	wg.Wait()
@@ -568,14 +569,14 @@ func TestNetworkAndMachineValidation(t *testing.T) {
 		method, path string
 		body         any
 	}{
-		"VLAN served by a node that is not a member": {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: "nosuch"}}}},
-		"VLAN on an interface that is a path":        {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: n.Name(), Iface: "../../etc"}}}},
-		"VLAN served by a 300-character node name":   {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: strings.Repeat("n", 300)}}}},
-		"address on an interface with control chars": {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: mid, Interface: "\u0000\n", IP: "10.50.0.60"}},
-		"machine with the broadcast MAC":             {"POST", "/api/v1/machines", createMachineRequest{Name: "bcast", MAC: "ff:ff:ff:ff:ff:ff"}},
-		"machine with the zero MAC":                  {"POST", "/api/v1/machines", createMachineRequest{Name: "zero", MAC: "00:00:00:00:00:00"}},
-		"machine with a multicast MAC":               {"POST", "/api/v1/machines", createMachineRequest{Name: "mcast", MAC: "01:00:5e:00:00:01"}},
-		"image with no files":                        {"POST", "/api/v1/images", imageRequest{Name: "empty"}},
+		"VLAN served by a node that is not a member": {"POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []wire.VLANServer{{Node: "nosuch"}}}},
+		"VLAN on an interface that is a path":        {"POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []wire.VLANServer{{Node: n.Name(), Iface: "../../etc"}}}},
+		"VLAN served by a 300-character node name":   {"POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []wire.VLANServer{{Node: strings.Repeat("n", 300)}}}},
+		"address on an interface with control chars": {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid, Interface: "\u0000\n", IP: "10.50.0.60"}},
+		"machine with the broadcast MAC":             {"POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "bcast", MAC: "ff:ff:ff:ff:ff:ff"}},
+		"machine with the zero MAC":                  {"POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "zero", MAC: "00:00:00:00:00:00"}},
+		"machine with a multicast MAC":               {"POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "mcast", MAC: "01:00:5e:00:00:01"}},
+		"image with no files":                        {"POST", "/api/v1/images", wire.ImageRequest{Name: "empty"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -590,7 +591,7 @@ func TestNetworkAndMachineValidation(t *testing.T) {
 		})
 	}
 	// The node itself is a member: a VLAN it serves, on a real name, is fine.
-	if r := do(t, n, "POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []store.VLANServer{{Node: n.Name(), Iface: "eth9"}}}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := do(t, n, "POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []wire.VLANServer{{Node: n.Name(), Iface: "eth9"}}}, bearer(admin)...); r.status != http.StatusCreated {
 		t.Fatalf("a valid VLAN: %s", r)
 	}
 }

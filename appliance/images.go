@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
@@ -35,16 +36,11 @@ func (n *Node) putImageFile(c *gin.Context) {
 		n.fail(c, badRequest("upload failed: %v", err))
 		return
 	}
-	c.JSON(http.StatusOK, store.ImageFile{Name: c.Param("file"), Size: size, SHA256: sum})
-}
-
-type imageRequest struct {
-	Name  string            `json:"name"`
-	Files []store.ImageFile `json:"files"`
+	c.JSON(http.StatusOK, wire.ImageFile{Name: c.Param("file"), Size: size, SHA256: sum})
 }
 
 func (n *Node) postImage(c *gin.Context) {
-	var req imageRequest
+	var req wire.ImageRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -54,13 +50,13 @@ func (n *Node) postImage(c *gin.Context) {
 			n.fail(c, badRequest("file %s: sha256 must be 64 lowercase hex digits", f.Name))
 			return
 		}
-		if !n.blobs.Have(f) {
+		if !n.blobs.Have(storeImageFile(f)) {
 			n.fail(c, badRequest("file %s (%s) was not uploaded to this node: PUT /api/v1/images/%s/files/%s first", f.Name, f.SHA256[:12], req.Name, f.Name))
 			return
 		}
 	}
 	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.ImagePut{Image: raftfsm.Image{
-		Name: req.Name, Files: raftfsm.ImageFilesBody(req.Files), Nodes: []string{n.opts.Name}, Created: time.Now().UTC(),
+		Name: req.Name, Files: raftfsm.ImageFilesBody(convert(req.Files, storeImageFile)), Nodes: []string{n.opts.Name}, Created: time.Now().UTC(),
 	}})
 	if err != nil {
 		n.fail(c, err)
@@ -81,7 +77,7 @@ func (n *Node) respondImage(c *gin.Context, status int, name string) {
 		n.fail(c, err)
 		return
 	}
-	c.JSON(status, im)
+	c.JSON(status, wireImage(im))
 }
 
 func (n *Node) listImages(c *gin.Context) {
@@ -89,21 +85,15 @@ func (n *Node) listImages(c *gin.Context) {
 		n.fail(c, err)
 		return
 	}
-	var out struct {
-		Index  uint64        `json:"index"`
-		Images []store.Image `json:"images"`
-	}
+	var out wire.ImageList
 	if err := n.db.View(func(tx *store.Tx) error {
 		out.Index = tx.TableIndex(store.TableImages)
-		var err error
-		out.Images, err = tx.Images()
+		images, err := tx.Images()
+		out.Images = nonNil(convert(images, wireImage))
 		return err
 	}); err != nil {
 		n.fail(c, err)
 		return
-	}
-	if out.Images == nil {
-		out.Images = []store.Image{}
 	}
 	c.Header(headerIndex, strconv.FormatUint(out.Index, 10))
 	c.JSON(http.StatusOK, out)
@@ -118,5 +108,5 @@ func (n *Node) deleteImage(c *gin.Context) {
 		return
 	}
 	c.Header(headerIndex, strconv.FormatUint(idx, 10))
-	c.JSON(http.StatusOK, gin.H{"deleted": c.Param("name")})
+	c.JSON(http.StatusOK, wire.Deleted{Deleted: c.Param("name")})
 }

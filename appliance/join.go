@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
@@ -28,21 +29,6 @@ import (
 //  3. the new node starts Raft with its certificate and asks, now over mutual
 //     TLS, to be added as a voter; the leader then replicates to it.
 
-type joinRequest struct {
-	Secret   string `json:"secret"`
-	Name     string `json:"name"`
-	RaftAddr string `json:"raft_addr"`
-	CSR      string `json:"csr"`
-}
-
-type joinReply struct {
-	CACert     string `json:"ca_cert"`
-	Cert       string `json:"cert"`
-	MasterKey  string `json:"master_key"`
-	AdminToken string `json:"admin_token,omitempty"`
-	Error      string `json:"error,omitempty"`
-}
-
 // join obtains this node's certificate and the master key with a join code
 // and writes them to the data directory.
 func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
@@ -57,7 +43,7 @@ func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
 	if advertise == "" {
 		advertise = n.opts.RaftAddr
 	}
-	body, _ := json.Marshal(joinRequest{
+	body, _ := json.Marshal(wire.JoinRequest{
 		Secret: hex.EncodeToString(code.Secret[:]), Name: n.opts.Name, RaftAddr: advertise, CSR: string(csrPEM),
 	})
 	client := &http.Client{
@@ -69,7 +55,7 @@ func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
 	defer client.CloseIdleConnections()
 	// The cluster may be electing a leader (503): retry for a minute. A
 	// refusal (403, 400, 409) is final.
-	var reply joinReply
+	var reply wire.JoinReply
 	deadline := time.Now().Add(time.Minute)
 	for {
 		status, err := postJoin(ctx, client, code.Addr, body, &reply)
@@ -110,7 +96,7 @@ func (n *Node) join(ctx context.Context, code pki.JoinCode) error {
 	return writeTLSFiles(n.path(dirTLS), []byte(reply.CACert), []byte(reply.Cert), keyPEM)
 }
 
-func postJoin(ctx context.Context, client *http.Client, addr string, body []byte, reply *joinReply) (int, error) {
+func postJoin(ctx context.Context, client *http.Client, addr string, body []byte, reply *wire.JoinReply) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+"/open/v1/join", bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("join: %w", err)
@@ -120,7 +106,7 @@ func postJoin(ctx context.Context, client *http.Client, addr string, body []byte
 		return 0, fmt.Errorf("join %s: %w (is the address in the code reachable, and is it the cluster whose CA the code names?)", addr, err)
 	}
 	defer resp.Body.Close()
-	*reply = joinReply{}
+	*reply = wire.JoinReply{}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(reply); err != nil {
 		return 0, fmt.Errorf("join %s: unreadable answer (%s): %w", addr, resp.Status, err)
 	}
@@ -168,9 +154,9 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, msg string) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(joinReply{Error: msg})
+		json.NewEncoder(w).Encode(wire.JoinReply{Error: msg})
 	}
-	var req joinRequest
+	var req wire.JoinRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -227,7 +213,7 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	n.log.Info("node joined: certificate issued", "peer", req.Name, "raft", req.RaftAddr)
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(joinReply{CACert: string(n.caPEM), Cert: string(cert), MasterKey: hex.EncodeToString(n.key[:]), AdminToken: token})
+	json.NewEncoder(w).Encode(wire.JoinReply{CACert: string(n.caPEM), Cert: string(cert), MasterKey: hex.EncodeToString(n.key[:]), AdminToken: token})
 }
 
 // openSecrets unseals the CA key and the first admin token kept in the store.

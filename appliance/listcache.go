@@ -37,7 +37,7 @@ type listCache struct {
 }
 
 func newRow(m store.Machine) (*listRow, error) {
-	b, err := json.Marshal(viewOf(m))
+	b, err := json.Marshal(wireMachine(m))
 	if err != nil {
 		return nil, err
 	}

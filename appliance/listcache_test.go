@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 )
@@ -48,19 +49,19 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []MachineView
+		var want []wire.MachineView
 		var wantIdx uint64
 		n.db.View(func(tx *store.Tx) error {
 			wantIdx = tx.TableIndex(store.TableMachines)
 			ms, _ := tx.Machines(store.MachineFilter{})
 			for _, m := range ms {
-				want = append(want, viewOf(m))
+				want = append(want, wireMachine(m))
 			}
 			return nil
 		})
-		var got []MachineView
+		var got []wire.MachineView
 		for _, r := range rows {
-			var v MachineView
+			var v wire.MachineView
 			if err := json.Unmarshal(r.json, &v); err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +84,7 @@ func TestRecentEvents(t *testing.T) {
 	}
 	n.cluster.Apply(ctx, &raftfsm.MachineDelete{ID: "m-000000000002"})
 	var v struct {
-		Events []store.Event `json:"events"`
+		Events []wire.Event `json:"events"`
 	}
 	if code := call(t, n, admin, "GET", "/api/v1/events?limit=2", "", &v); code != 200 || len(v.Events) != 2 || v.Events[0].Machine != "m-000000000003" || v.Events[1].Machine != "m-000000000001" {
 		t.Fatalf("recent events: %d %+v", code, v.Events)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -31,9 +32,9 @@ func mustDo(t testing.TB, n *Node, want int, method, path string, body any, admi
 func referenceSite(t testing.TB, n *Node, admin string) (machineID string) {
 	t.Helper()
 	vid := 0
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/fabrics", fabricRequest{Name: "hall-a"}, admin)
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid}, admin)
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/subnets", subnetRequest{
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/fabrics", wire.FabricRequest{Name: "hall-a"}, admin)
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid}, admin)
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/subnets", wire.SubnetRequest{
 		CIDR: "10.50.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "provisioning",
 		Gateway: "10.50.0.1", DNS: []string{"10.50.0.1"}, Domain: "dc.example",
 	}, admin)
@@ -42,10 +43,10 @@ func referenceSite(t testing.TB, n *Node, admin string) (machineID string) {
 		{"static", "10.50.0.50", "10.50.0.199"},
 		{"dynamic", "10.50.0.200", "10.50.0.250"},
 	} {
-		mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ranges", rangeRequest{Subnet: "10.50.0.0/24", Kind: r[0], First: r[1], Last: r[2]}, admin)
+		mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.50.0.0/24", Kind: r[0], First: r[1], Last: r[2]}, admin)
 	}
-	var m MachineView
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/machines", createMachineRequest{Name: "node1"}, admin).decode(t, &m)
+	var m wire.MachineView
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "node1"}, admin).decode(t, &m)
 	return m.ID
 }
 
@@ -53,41 +54,41 @@ func TestNetworkAPI(t *testing.T) {
 	n, admin, _ := startTestNode(t)
 	mid := referenceSite(t, n, admin)
 
-	alloc := func(body allocateRequest) store.Address {
+	alloc := func(body wire.AllocateRequest) wire.Address {
 		t.Helper()
 		r := mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/allocate", body, admin)
 		if r.header.Get(headerIndex) == "" {
 			t.Errorf("allocate: no %s", headerIndex)
 		}
-		var a store.Address
+		var a wire.Address
 		r.decode(t, &a)
 		return a
 	}
 	// Auto allocation walks the static range from its start, by name or ID.
-	a := alloc(allocateRequest{Subnet: "10.50.0.0/24", Machine: "node1", Interface: "eth0"})
+	a := alloc(wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: "node1", Interface: "eth0"})
 	if a.IP != netip.MustParseAddr("10.50.0.50") || a.How != store.HowAuto || a.Machine != mid || a.Interface != "eth0" || a.Created.IsZero() {
 		t.Fatalf("first allocation = %+v", a)
 	}
-	if a := alloc(allocateRequest{Subnet: "10.50.0.0/24", Machine: mid}); a.IP.String() != "10.50.0.51" {
+	if a := alloc(wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}); a.IP.String() != "10.50.0.51" {
 		t.Fatalf("second allocation = %+v", a)
 	}
 	// A given address is static.
-	if a := alloc(allocateRequest{Machine: "node1", IP: "10.50.0.60", Interface: "eth1"}); a.How != store.HowStatic || a.Subnet.String() != "10.50.0.0/24" {
+	if a := alloc(wire.AllocateRequest{Machine: "node1", IP: "10.50.0.60", Interface: "eth1"}); a.How != store.HowStatic || a.Subnet.String() != "10.50.0.0/24" {
 		t.Fatalf("static allocation = %+v", a)
 	}
-	var rsv store.Address
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", reserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin).decode(t, &rsv)
+	var rsv wire.Address
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin).decode(t, &rsv)
 	if rsv.How != store.HowReserved || rsv.Name != "switch-1" {
 		t.Fatalf("reserve = %+v", rsv)
 	}
 
 	// Release, and the freed address comes back first.
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/ips/10.50.0.50", nil, admin)
-	if a := alloc(allocateRequest{Subnet: "10.50.0.0/24", Machine: mid}); a.IP.String() != "10.50.0.50" {
+	if a := alloc(wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}); a.IP.String() != "10.50.0.50" {
 		t.Fatalf("after release = %+v", a)
 	}
 
-	var ips AddressList
+	var ips wire.AddressList
 	r := mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips?subnet=10.50.0.0/24", nil, admin)
 	r.decode(t, &ips)
 	var got []string
@@ -101,29 +102,29 @@ func TestNetworkAPI(t *testing.T) {
 		t.Errorf("%s = %q, body index %d", headerIndex, r.header.Get(headerIndex), ips.Index)
 	}
 
-	var sd SubnetDetail
+	var sd wire.SubnetDetail
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets/10.50.0.0/24", nil, admin).decode(t, &sd)
 	if sd.Used != 4 || len(sd.Ranges) != 3 || sd.Gateway.String() != "10.50.0.1" || sd.Domain != "dc.example" || len(sd.DNS) != 1 {
 		t.Fatalf("subnet = %+v", sd)
 	}
-	var sl SubnetList
+	var sl wire.SubnetList
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets", nil, admin).decode(t, &sl)
 	if len(sl.Subnets) != 1 || sl.Subnets[0].Used != 4 {
 		t.Fatalf("subnet list = %+v", sl)
 	}
-	var rl RangeList
+	var rl wire.RangeList
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ranges?subnet=10.50.0.0/24", nil, admin).decode(t, &rl)
 	if len(rl.Ranges) != 3 || rl.Ranges[0].Kind != "reserved" || rl.Ranges[2].Kind != "dynamic" {
 		t.Fatalf("ranges = %+v", rl)
 	}
 
 	// PUT replaces the VLAN's DHCP service.
-	var vd VLANDetail
-	mustDo(t, n, http.StatusOK, "PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{DHCP: "full", Servers: []store.VLANServer{{Node: "t1", Iface: "eth1"}}, MTU: 9000}, admin).decode(t, &vd)
+	var vd wire.VLANDetail
+	mustDo(t, n, http.StatusOK, "PUT", "/api/v1/vlans/hall-a/0", wire.VLANUpdate{DHCP: "full", Servers: []wire.VLANServer{{Node: "t1", Iface: "eth1"}}, MTU: 9000}, admin).decode(t, &vd)
 	if vd.DHCP != "full" || vd.MTU != 9000 || len(vd.Servers) != 1 || len(vd.Subnets) != 1 || vd.Created.IsZero() {
 		t.Fatalf("vlan after PUT = %+v", vd)
 	}
-	var fd FabricDetail
+	var fd wire.FabricDetail
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/fabrics/hall-a", nil, admin).decode(t, &fd)
 	if fd.Kind != "ethernet" || len(fd.VLANs) != 1 || fd.VLANs[0].DHCP != "full" {
 		t.Fatalf("fabric = %+v", fd)
@@ -131,23 +132,23 @@ func TestNetworkAPI(t *testing.T) {
 
 	// IPv6: a static range, allocation, and a subnet path with colons.
 	vid := 0
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/subnets", subnetRequest{CIDR: "fd00:50::/64", Fabric: "hall-a", VID: &vid, Purpose: "storage", Gateway: "fd00:50::1"}, admin)
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ranges", rangeRequest{Subnet: "fd00:50::/64", Kind: "static", First: "fd00:50::10", Last: "fd00:50::ff"}, admin)
-	if a := alloc(allocateRequest{Subnet: "fd00:50::/64", Machine: mid}); a.IP.String() != "fd00:50::10" {
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "fd00:50::/64", Fabric: "hall-a", VID: &vid, Purpose: "storage", Gateway: "fd00:50::1"}, admin)
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "fd00:50::/64", Kind: "static", First: "fd00:50::10", Last: "fd00:50::ff"}, admin)
+	if a := alloc(wire.AllocateRequest{Subnet: "fd00:50::/64", Machine: mid}); a.IP.String() != "fd00:50::10" {
 		t.Fatalf("IPv6 allocation = %+v", a)
 	}
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets/fd00:50::/64", nil, admin)
 
 	// A blocking list wakes on a write to the network table.
-	var il AddressList
+	var il wire.AddressList
 	r = mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips", nil, admin)
 	r.decode(t, &il)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		do(t, n, "POST", "/api/v1/ips/reserve", reserveRequest{IP: "10.50.0.6", Name: "switch-2"}, bearer(admin)...)
+		do(t, n, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.6", Name: "switch-2"}, bearer(admin)...)
 	}()
 	waited := do(t, n, "GET", fmt.Sprintf("/api/v1/ips?index=%d&wait=5s", il.Index), nil, bearer(admin)...)
-	var wl AddressList
+	var wl wire.AddressList
 	waited.decode(t, &wl)
 	if wl.Index <= il.Index || len(wl.Addresses) != len(il.Addresses)+1 {
 		t.Fatalf("blocking query = %s, want the reservation", waited)
@@ -162,7 +163,7 @@ func TestNetworkAPI(t *testing.T) {
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/subnets/10.50.0.0/24?force=1", nil, admin)
 	mustDo(t, n, http.StatusNotFound, "GET", "/api/v1/subnets/10.50.0.0/24", nil, admin)
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips?subnet=10.0.0.0/8", nil, admin) // any prefix filters
-	var left AddressList
+	var left wire.AddressList
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips", nil, admin).decode(t, &left)
 	if len(left.Addresses) != 1 || left.Addresses[0].IP.String() != "fd00:50::10" {
 		t.Fatalf("addresses after forced delete = %+v", left.Addresses)
@@ -170,7 +171,7 @@ func TestNetworkAPI(t *testing.T) {
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/subnets/fd00:50::/64?force=1", nil, admin)
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/vlans/hall-a/0", nil, admin)
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/fabrics/hall-a", nil, admin)
-	var fl FabricList
+	var fl wire.FabricList
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/fabrics", nil, admin).decode(t, &fl)
 	if len(fl.Fabrics) != 0 || fl.Fabrics == nil {
 		t.Fatalf("fabrics = %+v", fl)
@@ -189,12 +190,12 @@ func TestConcurrentAllocate(t *testing.T) {
 	for range clients {
 		wg.Go(func() {
 			for range each {
-				r := do(t, n, "POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, bearer(admin)...)
+				r := do(t, n, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, bearer(admin)...)
 				if r.status != http.StatusCreated {
 					t.Errorf("allocate: %s", r)
 					return
 				}
-				var a store.Address
+				var a wire.Address
 				r.decode(t, &a)
 				mu.Lock()
 				if seen[a.IP.String()] {
@@ -209,9 +210,9 @@ func TestConcurrentAllocate(t *testing.T) {
 	// The static range has 150 addresses: the rest still come out, down to
 	// the last one, then the subnet is full.
 	for range 150 - clients*each {
-		mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, admin)
+		mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, admin)
 	}
-	r := mustDo(t, n, http.StatusConflict, "POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, admin)
+	r := mustDo(t, n, http.StatusConflict, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, admin)
 	if !strings.Contains(r.errorMessage(), "no free address") {
 		t.Errorf("full subnet: %s", r)
 	}
@@ -220,7 +221,7 @@ func TestConcurrentAllocate(t *testing.T) {
 func TestNetworkBadInput(t *testing.T) {
 	n, admin, _ := startTestNode(t)
 	mid := referenceSite(t, n, admin)
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", reserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin)
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin)
 	vid := 0
 	tests := map[string]struct {
 		method, path string
@@ -229,63 +230,63 @@ func TestNetworkBadInput(t *testing.T) {
 		message      []string
 	}{
 		"unknown field":          {"POST", "/api/v1/fabrics", `{"name": "x", "knd": "ethernet"}`, 400, []string{`unknown field "knd"`}},
-		"fabric kind":            {"POST", "/api/v1/fabrics", fabricRequest{Name: "hall-b", Kind: "fddi"}, 400, []string{`"fddi"`, "ethernet, infiniband"}},
-		"fabric name":            {"POST", "/api/v1/fabrics", fabricRequest{Name: "Hall B"}, 400, []string{`"Hall B"`}},
-		"fabric twice":           {"POST", "/api/v1/fabrics", fabricRequest{Name: "hall-a"}, 409, []string{`"hall-a"`}},
+		"fabric kind":            {"POST", "/api/v1/fabrics", wire.FabricRequest{Name: "hall-b", Kind: "fddi"}, 400, []string{`"fddi"`, "ethernet, infiniband"}},
+		"fabric name":            {"POST", "/api/v1/fabrics", wire.FabricRequest{Name: "Hall B"}, 400, []string{`"Hall B"`}},
+		"fabric twice":           {"POST", "/api/v1/fabrics", wire.FabricRequest{Name: "hall-a"}, 409, []string{`"hall-a"`}},
 		"fabric with its VLAN":   {"DELETE", "/api/v1/fabrics/hall-a", nil, 409, []string{`"hall-a"`, "VLAN 0"}},
 		"fabric unknown":         {"GET", "/api/v1/fabrics/hall-z", nil, 404, []string{"hall-z"}},
 		"VID above 4094":         {"POST", "/api/v1/vlans", map[string]any{"fabric": "hall-a", "vid": 4095}, 400, []string{"4095", "0–4094"}},
 		"VID missing":            {"POST", "/api/v1/vlans", map[string]any{"fabric": "hall-a"}, 400, []string{"vid is required"}},
 		"VID in a path":          {"GET", "/api/v1/vlans/hall-a/5000", nil, 400, []string{`"5000"`, "0–4094"}},
 		"VID not a number":       {"DELETE", "/api/v1/vlans/hall-a/x", nil, 400, []string{`"x"`}},
-		"VLAN DHCP without node": {"PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{DHCP: "full"}, 400, []string{"hall-a/0", "-node"}},
-		"VLAN DHCP mode":         {"PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{DHCP: "relay"}, 400, []string{`"relay"`, "off, full, proxy"}},
-		"VLAN unknown":           {"PUT", "/api/v1/vlans/hall-a/7", vlanUpdate{}, 404, []string{"hall-a/7"}},
-		"VLAN boot loader":       {"PUT", "/api/v1/vlans/hall-a/0", vlanUpdate{BootLoader: "grub"}, 400, []string{`"grub"`, "ipxe, pxelinux"}},
-		"VLAN boot loader, add":  {"POST", "/api/v1/vlans", vlanRequest{Fabric: "hall-a", VID: &vid, BootLoader: "PXELINUX"}, 400, []string{`"PXELINUX"`, "ipxe, pxelinux"}},
+		"VLAN DHCP without node": {"PUT", "/api/v1/vlans/hall-a/0", wire.VLANUpdate{DHCP: "full"}, 400, []string{"hall-a/0", "-node"}},
+		"VLAN DHCP mode":         {"PUT", "/api/v1/vlans/hall-a/0", wire.VLANUpdate{DHCP: "relay"}, 400, []string{`"relay"`, "off, full, proxy"}},
+		"VLAN unknown":           {"PUT", "/api/v1/vlans/hall-a/7", wire.VLANUpdate{}, 404, []string{"hall-a/7"}},
+		"VLAN boot loader":       {"PUT", "/api/v1/vlans/hall-a/0", wire.VLANUpdate{BootLoader: "grub"}, 400, []string{`"grub"`, "ipxe, pxelinux"}},
+		"VLAN boot loader, add":  {"POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, BootLoader: "PXELINUX"}, 400, []string{`"PXELINUX"`, "ipxe, pxelinux"}},
 		"VLAN with its subnet":   {"DELETE", "/api/v1/vlans/hall-a/0", nil, 409, []string{"hall-a/0", "10.50.0.0/24"}},
-		"bad CIDR": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.50.0.0/33", Fabric: "hall-a", VID: &vid, Purpose: "mgmt"},
+		"bad CIDR": {"POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.50.0.0/33", Fabric: "hall-a", VID: &vid, Purpose: "mgmt"},
 			400, []string{`"10.50.0.0/33"`}},
-		"bad gateway": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "mgmt", Gateway: "10.60.0.300"},
+		"bad gateway": {"POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "mgmt", Gateway: "10.60.0.300"},
 			400, []string{`"10.60.0.300"`}},
-		"bad DNS server": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "mgmt", DNS: []string{"dns.example"}},
+		"bad DNS server": {"POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "mgmt", DNS: []string{"dns.example"}},
 			400, []string{`"dns.example"`}},
-		"subnet VID missing": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", Purpose: "mgmt"},
+		"subnet VID missing": {"POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", Purpose: "mgmt"},
 			400, []string{"vid is required"}},
-		"overlapping subnets": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.50.0.0/16", Fabric: "hall-a", VID: &vid, Purpose: "mgmt"},
+		"overlapping subnets": {"POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.50.0.0/16", Fabric: "hall-a", VID: &vid, Purpose: "mgmt"},
 			409, []string{"10.50.0.0/16", "10.50.0.0/24"}},
-		"gateway outside": {"POST", "/api/v1/subnets", subnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "mgmt", Gateway: "10.61.0.1"},
+		"gateway outside": {"POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.60.0.0/24", Fabric: "hall-a", VID: &vid, Purpose: "mgmt", Gateway: "10.61.0.1"},
 			400, []string{"10.61.0.1", "10.60.0.0/24"}},
 		"subnet path":           {"GET", "/api/v1/subnets/10.50.0.0/99", nil, 400, []string{`"10.50.0.0/99"`}},
 		"subnet with addresses": {"DELETE", "/api/v1/subnets/10.50.0.0/24", nil, 409, []string{"10.50.0.0/24", "10.50.0.5", "-force"}},
 		"force value":           {"DELETE", "/api/v1/subnets/10.50.0.0/24?force=maybe", nil, 400, []string{`"maybe"`}},
-		"range outside": {"POST", "/api/v1/ranges", rangeRequest{Subnet: "10.50.0.0/24", Kind: "static", First: "10.50.0.251", Last: "10.50.1.5"},
+		"range outside": {"POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.50.0.0/24", Kind: "static", First: "10.50.0.251", Last: "10.50.1.5"},
 			400, []string{"10.50.0.251–10.50.1.5", "10.50.0.0/24"}},
-		"overlapping ranges": {"POST", "/api/v1/ranges", rangeRequest{Subnet: "10.50.0.0/24", Kind: "reserved", First: "10.50.0.180", Last: "10.50.0.210"},
+		"overlapping ranges": {"POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.50.0.0/24", Kind: "reserved", First: "10.50.0.180", Last: "10.50.0.210"},
 			409, []string{"10.50.0.180–10.50.0.210", "static range 10.50.0.50–10.50.0.199"}},
-		"range first": {"POST", "/api/v1/ranges", rangeRequest{Subnet: "10.50.0.0/24", Kind: "static", First: "ten", Last: "10.50.0.30"},
+		"range first": {"POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.50.0.0/24", Kind: "static", First: "ten", Last: "10.50.0.30"},
 			400, []string{`"ten"`}},
-		"range kind": {"POST", "/api/v1/ranges", rangeRequest{Subnet: "10.50.0.0/24", Kind: "pool", First: "10.50.0.21", Last: "10.50.0.30"},
+		"range kind": {"POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.50.0.0/24", Kind: "pool", First: "10.50.0.21", Last: "10.50.0.30"},
 			400, []string{`"pool"`, "dynamic, reserved, static"}},
 		"range list subnet": {"GET", "/api/v1/ranges?subnet=bogus", nil, 400, []string{`"bogus"`}},
 		"range unknown":     {"DELETE", "/api/v1/ranges/10.50.0.30", nil, 404, []string{"10.50.0.30"}},
-		"reservation in dynamic": {"POST", "/api/v1/ips/reserve", reserveRequest{IP: "10.50.0.210", Name: "switch-2"},
+		"reservation in dynamic": {"POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.210", Name: "switch-2"},
 			409, []string{"10.50.0.210", "dynamic range 10.50.0.200–10.50.0.250"}},
-		"reservation without name": {"POST", "/api/v1/ips/reserve", reserveRequest{IP: "10.50.0.6"}, 400, []string{"name"}},
-		"reservation taken": {"POST", "/api/v1/ips/reserve", reserveRequest{IP: "10.50.0.5", Name: "switch-9"},
+		"reservation without name": {"POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.6"}, 400, []string{"name"}},
+		"reservation taken": {"POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.5", Name: "switch-9"},
 			409, []string{"10.50.0.5", "switch-1"}},
-		"reservation outside every subnet": {"POST", "/api/v1/ips/reserve", reserveRequest{IP: "192.0.2.1", Name: "x"}, 404, []string{"192.0.2.1"}},
-		"allocate bad subnet":              {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "nope", Machine: mid}, 400, []string{`"nope"`}},
-		"allocate unknown subnet":          {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.99.0.0/24", Machine: mid}, 404, []string{"10.99.0.0/24"}},
-		"allocate unknown machine":         {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: "nobody"}, 404, []string{"nobody"}},
-		"allocate without machine":         {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24"}, 400, []string{"machine is required"}},
-		"static in dynamic": {"POST", "/api/v1/ips/allocate", allocateRequest{Machine: mid, IP: "10.50.0.220"},
+		"reservation outside every subnet": {"POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "192.0.2.1", Name: "x"}, 404, []string{"192.0.2.1"}},
+		"allocate bad subnet":              {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "nope", Machine: mid}, 400, []string{`"nope"`}},
+		"allocate unknown subnet":          {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.99.0.0/24", Machine: mid}, 404, []string{"10.99.0.0/24"}},
+		"allocate unknown machine":         {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: "nobody"}, 404, []string{"nobody"}},
+		"allocate without machine":         {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24"}, 400, []string{"machine is required"}},
+		"static in dynamic": {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Machine: mid, IP: "10.50.0.220"},
 			409, []string{"10.50.0.220", "dynamic range 10.50.0.200–10.50.0.250"}},
-		"static taken": {"POST", "/api/v1/ips/allocate", allocateRequest{Machine: mid, IP: "10.50.0.5"},
+		"static taken": {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Machine: mid, IP: "10.50.0.5"},
 			409, []string{"10.50.0.5", "already in use", "switch-1"}},
-		"static on the gateway": {"POST", "/api/v1/ips/allocate", allocateRequest{Machine: mid, IP: "10.50.0.1"},
+		"static on the gateway": {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Machine: mid, IP: "10.50.0.1"},
 			409, []string{"10.50.0.1", "gateway", "10.50.0.0/24"}},
-		"static in another subnet": {"POST", "/api/v1/ips/allocate", allocateRequest{Subnet: "10.50.0.0/24", Machine: mid, IP: "10.50.1.1"},
+		"static in another subnet": {"POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid, IP: "10.50.1.1"},
 			404, []string{"10.50.1.1"}},
 		"release free": {"DELETE", "/api/v1/ips/10.50.0.77", nil, 404, []string{"10.50.0.77"}},
 		"release bad":  {"DELETE", "/api/v1/ips/10.50.0", nil, 400, []string{`"10.50.0"`}},
@@ -370,14 +371,14 @@ func TestNetworkCLI(t *testing.T) {
 	if col := strings.Index(lines[0], "SUBNET"); col < 0 || !strings.HasPrefix(lines[1][col:], "10.50.0.0/24") {
 		t.Errorf("ip list columns are not aligned:\n%s", out)
 	}
-	var il AddressList
+	var il wire.AddressList
 	if err := json.Unmarshal([]byte(mustCLI(t, "ip", "list", "-subnet", "10.50.0.0/24", "-json")), &il); err != nil || len(il.Addresses) != 1 || il.Addresses[0].Name != "switch-1" {
 		t.Errorf("ip list -json: %+v, %v", il, err)
 	}
 
-	var vd VLANDetail
+	var vd wire.VLANDetail
 	if err := json.Unmarshal([]byte(mustCLI(t, "vlan", "show", "hall-a", "200", "-json")), &vd); err != nil || vd.DHCP != "full" || vd.MTU != 9000 ||
-		len(vd.Servers) != 1 || vd.Servers[0] != (store.VLANServer{Node: "t1", Iface: "eth1"}) || len(vd.Subnets) != 1 {
+		len(vd.Servers) != 1 || vd.Servers[0] != (wire.VLANServer{Node: "t1", Iface: "eth1"}) || len(vd.Subnets) != 1 {
 		t.Errorf("vlan show -json: %+v, %v", vd, err)
 	}
 	if out := mustCLI(t, "vlan", "list"); !strings.Contains(out, "t1 (eth1)") || !strings.Contains(out, "9000") {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // openAPIVersion is the version of the document's API description, not of
@@ -25,8 +27,8 @@ func (n *Node) getOpenAPI(c *gin.Context) {
 
 // openAPIDocument describes the routes as an OpenAPI 3.1 document. It is
 // built from the same table as the router, so the two cannot drift apart
-// (openapi_test.go checks it); request schemas come from the Go types the
-// handlers decode, by reflection. Maps make the output deterministic: JSON
+// (openapi_test.go checks it); request schemas come from the wire types the
+// handlers decode (package wire), by reflection. Maps make the output deterministic: JSON
 // encoding sorts their keys.
 func openAPIDocument(routes []route) map[string]any {
 	g := &schemaGen{schemas: map[string]any{}, names: map[reflect.Type]string{}, taken: map[string]reflect.Type{}}
@@ -205,10 +207,23 @@ func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || reflect.PointerTo(t).Implements(iface)
 }
 
+// publishedNames are the schema names the document has published for types
+// whose Go names changed when the request types moved to package wire
+// (bmcRequest became wire.BMCRequest): a client generated from an earlier
+// document keeps its type names.
+var publishedNames = map[reflect.Type]string{
+	reflect.TypeFor[wire.BMCRequest]():  "BmcRequest",
+	reflect.TypeFor[wire.VLANRequest](): "VlanRequest",
+	reflect.TypeFor[wire.VLANUpdate]():  "VlanUpdate",
+}
+
 // nameFor is the type's name, capitalised, and qualified by its package
 // when two packages use the same one (store.BMC and inventory.BMC).
 func (g *schemaGen) nameFor(t reflect.Type) string {
 	name := t.Name()
+	if published, ok := publishedNames[t]; ok {
+		name = published
+	}
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i] // generic instance: the base name will do
 	}

@@ -185,6 +185,15 @@ func TestOpenAPIDocument(t *testing.T) {
 	if string(b) != string(b2) {
 		t.Errorf("two builds of the document differ")
 	}
+	// Schema names are public: the request types keep the names the
+	// document has published (publishedNames), whatever their Go names.
+	for _, name := range []string{"AllocateRequest", "BmcRequest", "BootTokenRequest", "BootdevRequest", "CreateMachineRequest",
+		"EnlistRequest", "ExportRequest", "FabricRequest", "ImageFile", "ImageRequest", "JoinCodeRequest", "PowerRequest",
+		"RangeRequest", "Report", "ReserveRequest", "SubnetRequest", "VLANServer", "VlanRequest", "VlanUpdate"} {
+		if doc.Components.Schemas[name] == nil {
+			t.Errorf("no schema %s", name)
+		}
+	}
 
 	security := map[string]string{
 		"GET /api/v1/health":                    "",

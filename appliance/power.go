@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
@@ -25,18 +26,6 @@ const (
 	aadBMCAgent   = "bmc-password/"
 )
 
-// JobView is a job as the API shows it.
-type JobView = store.Job
-
-type powerRequest struct {
-	Action string `json:"action"`
-}
-
-type bootdevRequest struct {
-	Device     string `json:"device"`
-	Persistent bool   `json:"persistent"`
-	UEFI       bool   `json:"uefi"`
-}
 
 // machineRef resolves :id for a handler.
 func (n *Node) machineRef(c *gin.Context) (store.Machine, bool) {
@@ -64,19 +53,20 @@ func (n *Node) runAndRespond(c *gin.Context, m store.Machine, j store.Job) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), jobWait)
 	defer cancel()
 	done, err := n.jobs.Wait(ctx, id)
+	job := wireJob(done)
 	if err != nil {
-		c.JSON(http.StatusAccepted, done)
+		c.JSON(http.StatusAccepted, job)
 		return
 	}
 	if done.Error != "" {
-		c.AbortWithStatusJSON(http.StatusBadGateway, gin.H{"error": gin.H{"code": "bmc_error", "message": done.Error}, "job": done})
+		c.AbortWithStatusJSON(http.StatusBadGateway, wire.ErrorReply{Error: wire.ErrorDetail{Code: "bmc_error", Message: done.Error}, Job: &job})
 		return
 	}
-	c.JSON(http.StatusOK, done)
+	c.JSON(http.StatusOK, job)
 }
 
 func (n *Node) postPower(c *gin.Context) {
-	var req powerRequest
+	var req wire.PowerRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -95,7 +85,7 @@ func (n *Node) postPower(c *gin.Context) {
 }
 
 func (n *Node) postBootdev(c *gin.Context) {
-	var req bootdevRequest
+	var req wire.BootdevRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
@@ -118,27 +108,14 @@ func (n *Node) getJobs(c *gin.Context) {
 	}
 	var jobs []store.Job
 	n.db.View(func(tx *store.Tx) error { jobs, _ = tx.MachineJobs(m.ID, 100); return nil })
-	if jobs == nil {
-		jobs = []store.Job{}
-	}
-	c.JSON(http.StatusOK, gin.H{"jobs": jobs})
-}
-
-type bmcRequest struct {
-	Driver   string            `json:"driver"`
-	Address  string            `json:"address"`
-	User     string            `json:"user"`
-	Password string            `json:"password"`
-	Settings map[string]string `json:"settings"`
-	Verify   bool              `json:"verify"`
-	Probe    bool              `json:"probe"`
+	c.JSON(http.StatusOK, wire.JobList{Jobs: nonNil(convert(jobs, wireJob))})
 }
 
 // maxBMCSettings bounds a BMC's settings: the drivers read a handful.
 const maxBMCSettings = 32
 
 // check holds an operator's BMC to the limits an agent's report has.
-func (r bmcRequest) check() error {
+func checkBMCRequest(r wire.BMCRequest) error {
 	for _, f := range [][2]string{{"driver", r.Driver}, {"address", r.Address}, {"user", r.User}, {"password", r.Password}} {
 		if err := inventory.CheckText(f[0], f[1], false); err != nil {
 			return badRequest("%v", err)
@@ -161,12 +138,12 @@ func (r bmcRequest) check() error {
 // putBMC is PUT /api/v1/machines/:id/bmc: an operator sets the BMC. The
 // password is sealed here and never returned.
 func (n *Node) putBMC(c *gin.Context) {
-	var req bmcRequest
+	var req wire.BMCRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
 		n.fail(c, err)
 		return
 	}
-	if err := req.check(); err != nil {
+	if err := checkBMCRequest(req); err != nil {
 		n.fail(c, err)
 		return
 	}
@@ -205,7 +182,7 @@ func (n *Node) putBMC(c *gin.Context) {
 }
 
 func (n *Node) getBMCDrivers(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"drivers": n.power.Drivers()})
+	c.JSON(http.StatusOK, wire.DriverList{Drivers: convert(n.power.Drivers(), wireDriver)})
 }
 
 // recommissionNow is the ?now=1 path: back to new, then PXE + power cycle

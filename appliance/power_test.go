@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/power/ipmi/ipmitest"
 	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/store"
 )
 
 // Power and boot-device control through the API of a follower, against
@@ -49,7 +49,7 @@ func TestPowerThroughFollower(t *testing.T) {
 		{"/power", `{"action":"off"}`, "ok"},
 		{"/power", `{"action":"status"}`, "off"},
 	} {
-		var j store.Job
+		var j wire.Job
 		if code := call(t, follower, token, http.MethodPost, "/api/v1/machines/b1"+step.path, step.body, &j); code != 200 || j.Result != step.want {
 			t.Fatalf("%s %s: %d %+v", step.path, step.body, code, j)
 		}

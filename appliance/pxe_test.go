@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
@@ -347,7 +348,7 @@ func TestRealPXEBoot(t *testing.T) {
 // served on iface) through the API.
 func vlanLoader(t *testing.T, n *Node, admin, loader, iface string) {
 	t.Helper()
-	body, _ := json.Marshal(vlanUpdate{DHCP: store.DHCPFull, Servers: []store.VLANServer{{Node: n.Name(), Iface: iface}}, BootLoader: loader})
+	body, _ := json.Marshal(wire.VLANUpdate{DHCP: store.DHCPFull, Servers: []wire.VLANServer{{Node: n.Name(), Iface: iface}}, BootLoader: loader})
 	var answer []byte
 	if code := call(t, n, admin, http.MethodPut, "/api/v1/vlans/pxe/0", string(body), &answer); code != http.StatusOK {
 		t.Fatalf("set the VLAN's boot loader to %s: %d %s", loader, code, answer)

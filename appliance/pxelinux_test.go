@@ -15,6 +15,7 @@ import (
 	tftpclient "github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
@@ -170,11 +171,11 @@ func startTFTPNode(t *testing.T, data string, log *syncBuffer) (*Node, string) {
 }
 
 // importImage uploads a kernel and an initrd and records them as image name.
-func importImage(t *testing.T, n *Node, admin, name string, kernel, initrd []byte) (store.ImageFile, store.ImageFile) {
+func importImage(t *testing.T, n *Node, admin, name string, kernel, initrd []byte) (wire.ImageFile, wire.ImageFile) {
 	t.Helper()
 	kf := upload(t, n, admin, name, "kernel", kernel)
 	inf := upload(t, n, admin, name, "initrd", initrd)
-	body, _ := json.Marshal(imageRequest{Name: name, Files: []store.ImageFile{kf, inf}})
+	body, _ := json.Marshal(wire.ImageRequest{Name: name, Files: []wire.ImageFile{kf, inf}})
 	var answer []byte
 	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
 		t.Fatalf("post image: %d %s", code, answer)
@@ -198,9 +199,9 @@ func TestVLANBootLoaderCLI(t *testing.T) {
 		t.Errorf("vlan show of an iPXE VLAN:\n%s", out)
 	}
 	mustCLI(t, "vlan", "set", "hall-a", "20", "-boot-loader", "pxelinux")
-	var vd VLANDetail
+	var vd wire.VLANDetail
 	if err := json.Unmarshal([]byte(mustCLI(t, "vlan", "show", "hall-a", "20", "-json")), &vd); err != nil || vd.BootLoader != store.BootLoaderPXELinux ||
-		vd.DHCP != store.DHCPFull || vd.MTU != 9000 || len(vd.Servers) != 1 || vd.Servers[0] != (store.VLANServer{Node: "t1", Iface: "eth1"}) {
+		vd.DHCP != store.DHCPFull || vd.MTU != 9000 || len(vd.Servers) != 1 || vd.Servers[0] != (wire.VLANServer{Node: "t1", Iface: "eth1"}) {
 		t.Errorf("vlan set -boot-loader changed more than the boot loader: %+v, %v", vd, err)
 	}
 	if out := mustCLI(t, "vlan", "show", "hall-a", "20"); !strings.Contains(out, "pxelinux") {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/webui"
 )
 
@@ -58,19 +59,19 @@ func (n *Node) coreRoutes() []route {
 		{"GET", "/api/v1/health", authNone, "node, leader, applied index, ok", nil, n.getHealth},
 		{"GET", "/api/v1/openapi.json", authNone, "this document", nil, n.getOpenAPI},
 
-		{"POST", "/api/v1/enlist", authAgent, "agent's first contact: find or create the machine, move it to commissioning", enlistRequest{}, n.postEnlist},
+		{"POST", "/api/v1/enlist", authAgent, "agent's first contact: find or create the machine, move it to commissioning", wire.EnlistRequest{}, n.postEnlist},
 		{"POST", "/api/v1/commission", authBoot, "inventory upload from the commissioning agent; moves the machine to ready", commissionExample(), n.postCommission},
 		{"GET", "/api/v1/bmc-hint", authBoot, "out-of-band BMC hint for the booted machine's own MACs (?macs=a,b; at most 8)", nil, n.getBMCHint},
-		{"POST", "/api/v1/boot-tokens", authAdmin, "mint the agent token a boot script hands one MAC", bootTokenRequest{}, n.postBootToken},
+		{"POST", "/api/v1/boot-tokens", authAdmin, "mint the agent token a boot script hands one MAC", wire.BootTokenRequest{}, n.postBootToken},
 
 		{"GET", "/api/v1/cluster", authAdmin, "members, voters, leader, applied index, last contact", nil, n.getCluster},
-		{"POST", "/api/v1/cluster/join-codes", authAdmin, "a one-time join code for a new node", joinCodeRequest{}, n.postJoinCode},
+		{"POST", "/api/v1/cluster/join-codes", authAdmin, "a one-time join code for a new node", wire.JoinCodeRequest{}, n.postJoinCode},
 		{"DELETE", "/api/v1/cluster/members/:name", authAdmin, "remove a node from the cluster", nil, n.deleteMember},
 		{"POST", "/api/v1/cluster/members/:name/repair", authAdmin, "rebuild a node's store from the leader's (after a consistency check found it damaged)", nil, n.postRepair},
 		{"POST", "/api/v1/cluster/check", authAdmin, "consistency check now: every node hashes its store at one index and compares", nil, n.postCheck},
 
 		{"GET", "/api/v1/machines", authAdmin, "machine summaries (?state= ?q= ?limit=&after= pages, next in the answer; ?index=&wait= blocks, at most 512 per node; ?min_index=; gzip when accepted)", nil, n.listMachines},
-		{"POST", "/api/v1/machines", authAdmin, "add a machine by hand (state new)", createMachineRequest{}, n.createMachine},
+		{"POST", "/api/v1/machines", authAdmin, "add a machine by hand (state new)", wire.CreateMachineRequest{}, n.createMachine},
 		{"GET", "/api/v1/machines/:id", authAdmin, "full record: inventory, BMC (no secret), events", nil, n.getMachine},
 		{"DELETE", "/api/v1/machines/:id", authAdmin, "forget a machine", nil, n.deleteMachine},
 		{"GET", "/api/v1/machines/:id/events", authAdmin, "a machine's history", nil, n.getEvents},
@@ -87,7 +88,7 @@ func (n *Node) bootRoutes() []route {
 		{"GET", "/images/:name/:file", authNone, "an image file (kernel, initrd, squashfs); Range and HEAD supported", nil, n.bootHandler(n.boot.ServeImageFile)},
 		{"HEAD", "/images/:name/:file", authNone, "an image file's size and ETag", nil, n.bootHandler(n.boot.ServeImageFile)},
 		{"GET", "/api/v1/images", authAdmin, "boot images with their files and the nodes that hold them", nil, n.listImages},
-		{"POST", "/api/v1/images", authAdmin, "record an image from files uploaded to this node", imageRequest{}, n.postImage},
+		{"POST", "/api/v1/images", authAdmin, "record an image from files uploaded to this node", wire.ImageRequest{}, n.postImage},
 		{"GET", "/api/v1/images/:name", authAdmin, "one image", nil, n.getImage},
 		{"DELETE", "/api/v1/images/:name", authAdmin, "forget an image", nil, n.deleteImage},
 		{"PUT", "/api/v1/images/:name/files/:file", authAdmin, "upload one file of an image (raw body)", nil, n.putImageFile},
@@ -114,12 +115,12 @@ func (n *Node) bootHandler(h func(http.ResponseWriter, *http.Request) error) gin
 
 func (n *Node) powerRoutes() []route {
 	return []route{
-		{"POST", "/api/v1/machines/:id/power", authAdmin, "power action through the BMC: on, off, soft, cycle, reset, status", powerRequest{}, n.postPower},
-		{"POST", "/api/v1/machines/:id/bootdev", authAdmin, "set the boot device: pxe, disk, cdrom, bios, none (persistent, uefi)", bootdevRequest{}, n.postBootdev},
-		{"PUT", "/api/v1/machines/:id/bmc", authAdmin, "set the BMC (driver, address, user, password, settings); verify or probe it", bmcRequest{}, n.putBMC},
+		{"POST", "/api/v1/machines/:id/power", authAdmin, "power action through the BMC: on, off, soft, cycle, reset, status", wire.PowerRequest{}, n.postPower},
+		{"POST", "/api/v1/machines/:id/bootdev", authAdmin, "set the boot device: pxe, disk, cdrom, bios, none (persistent, uefi)", wire.BootdevRequest{}, n.postBootdev},
+		{"PUT", "/api/v1/machines/:id/bmc", authAdmin, "set the BMC (driver, address, user, password, settings); verify or probe it", wire.BMCRequest{}, n.putBMC},
 		{"GET", "/api/v1/machines/:id/jobs", authAdmin, "a machine's BMC jobs, newest first", nil, n.getJobs},
 		{"GET", "/api/v1/bmc/drivers", authAdmin, "the BMC drivers this appliance knows", nil, n.getBMCDrivers},
-		{"POST", "/api/v1/export/postgres", authAdmin, "copy this node's store into PostgreSQL (one snapshot, one transaction)", exportRequest{}, n.postExport},
+		{"POST", "/api/v1/export/postgres", authAdmin, "copy this node's store into PostgreSQL (one snapshot, one transaction)", wire.ExportRequest{}, n.postExport},
 		{"GET", "/api/v1/export/status", authAdmin, "the PostgreSQL mirror's position and lag", nil, n.getExportStatus},
 	}
 }

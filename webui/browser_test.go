@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/fleet"
 	"github.com/rollcall/rollcall/power/ipmi/ipmitest"
 	"github.com/rollcall/rollcall/store/inventory"
@@ -22,22 +23,15 @@ const bmcPassword = "Ui-bmc-Secret-91"
 // fleetSeed names the simulated fleet the tests commission.
 const fleetSeed = 7
 
-type machineRef struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	State  string `json:"state"`
-	Serial string `json:"serial"`
-}
-
 // commissionNamed adds a machine by hand under name (so the table shows a
 // real name), then uploads report as its agent would.
-func (e *env) commissionNamed(t testing.TB, name string, rep inventory.Report) machineRef {
+func (e *env) commissionNamed(t testing.TB, name string, rep inventory.Report) wire.MachineView {
 	t.Helper()
-	var m machineRef
-	if code := e.call(t, "POST", "/api/v1/machines", map[string]any{"name": name, "mac": rep.BootMAC}, &m); code != http.StatusCreated {
+	var m wire.MachineView
+	if code := e.call(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: name, MAC: rep.BootMAC}, &m); code != http.StatusCreated {
 		t.Fatalf("create %s: %d", name, code)
 	}
-	var reply machineRef
+	var reply wire.CommissionReply
 	if code := e.call(t, "POST", "/api/v1/commission", rep, &reply, true); code != http.StatusOK {
 		t.Fatalf("commission %s: %d %+v", name, code, reply)
 	}
@@ -53,10 +47,10 @@ func (e *env) commissionNamed(t testing.TB, name string, rep inventory.Report) m
 // a small network and an image.
 type lab struct {
 	*env
-	machines []machineRef
+	machines []wire.MachineView
 	reports  []inventory.Report
-	withBMC  machineRef
-	spare    machineRef
+	withBMC  wire.MachineView
+	spare    wire.MachineView
 	bmc      *ipmitest.BMC
 }
 
@@ -74,30 +68,30 @@ func seedLab(t *testing.T) *lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.bmc.Close)
-	l.call(t, "PUT", "/api/v1/machines/"+l.withBMC.ID+"/bmc", map[string]any{
-		"driver": "ipmi", "address": l.bmc.Address(), "user": "admin", "password": bmcPassword, "settings": map[string]string{"cipher": "17"},
+	l.call(t, "PUT", "/api/v1/machines/"+l.withBMC.ID+"/bmc", wire.BMCRequest{
+		Driver: "ipmi", Address: l.bmc.Address(), User: "admin", Password: bmcPassword, Settings: map[string]string{"cipher": "17"},
 	}, nil)
-	l.call(t, "POST", "/api/v1/machines/"+l.withBMC.ID+"/power", map[string]string{"action": "on"}, nil)
-	l.call(t, "POST", "/api/v1/machines", map[string]any{"name": "spare-01", "mac": "52:54:00:aa:00:01"}, &l.spare)
-	l.call(t, "POST", "/api/v1/enlist", map[string]any{"serial": "CZJ0NEW001", "boot_mac": "52:54:00:aa:00:02", "macs": []string{"52:54:00:aa:00:02"}}, nil, true)
+	l.call(t, "POST", "/api/v1/machines/"+l.withBMC.ID+"/power", wire.PowerRequest{Action: "on"}, nil)
+	l.call(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "spare-01", MAC: "52:54:00:aa:00:01"}, &l.spare)
+	l.call(t, "POST", "/api/v1/enlist", wire.EnlistRequest{Serial: "CZJ0NEW001", BootMAC: "52:54:00:aa:00:02", MACs: []string{"52:54:00:aa:00:02"}}, nil, true)
 
 	vid := 10
-	l.call(t, "POST", "/api/v1/fabrics", map[string]string{"name": "hall-a", "kind": "ethernet"}, nil)
-	l.call(t, "POST", "/api/v1/vlans", map[string]any{"fabric": "hall-a", "vid": vid, "mtu": 9000, "dhcp": "off"}, nil)
-	l.call(t, "POST", "/api/v1/subnets", map[string]any{"cidr": "10.10.0.0/24", "name": "prov-a", "fabric": "hall-a", "vid": vid,
-		"purpose": "provisioning", "gateway": "10.10.0.1", "dns": []string{"10.10.0.2"}, "domain": "hall-a.example"}, nil)
-	l.call(t, "POST", "/api/v1/ranges", map[string]string{"subnet": "10.10.0.0/24", "kind": "dynamic", "first": "10.10.0.100", "last": "10.10.0.199", "comment": "PXE"}, nil)
-	l.call(t, "POST", "/api/v1/ranges", map[string]string{"subnet": "10.10.0.0/24", "kind": "reserved", "first": "10.10.0.1", "last": "10.10.0.9", "comment": "switches"}, nil)
+	l.call(t, "POST", "/api/v1/fabrics", wire.FabricRequest{Name: "hall-a", Kind: "ethernet"}, nil)
+	l.call(t, "POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, MTU: 9000, DHCP: "off"}, nil)
+	l.call(t, "POST", "/api/v1/subnets", wire.SubnetRequest{CIDR: "10.10.0.0/24", Name: "prov-a", Fabric: "hall-a", VID: &vid,
+		Purpose: "provisioning", Gateway: "10.10.0.1", DNS: []string{"10.10.0.2"}, Domain: "hall-a.example"}, nil)
+	l.call(t, "POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.10.0.0/24", Kind: "dynamic", First: "10.10.0.100", Last: "10.10.0.199", Comment: "PXE"}, nil)
+	l.call(t, "POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.10.0.0/24", Kind: "reserved", First: "10.10.0.1", Last: "10.10.0.9", Comment: "switches"}, nil)
 	for _, m := range l.machines[:4] {
-		l.call(t, "POST", "/api/v1/ips/allocate", map[string]string{"subnet": "10.10.0.0/24", "machine": m.ID, "interface": "eno1"}, nil)
+		l.call(t, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.10.0.0/24", Machine: m.ID, Interface: "eno1"}, nil)
 	}
-	var files []map[string]any
+	var files []wire.ImageFile
 	for _, f := range []string{"kernel", "initrd"} {
-		var got map[string]any
+		var got wire.ImageFile
 		l.call(t, "PUT", "/api/v1/images/commission-2026.05/files/"+f, []byte(strings.Repeat(f, 4096)), &got)
 		files = append(files, got)
 	}
-	l.call(t, "POST", "/api/v1/images", map[string]any{"name": "commission-2026.05", "files": files}, nil)
+	l.call(t, "POST", "/api/v1/images", wire.ImageRequest{Name: "commission-2026.05", Files: files}, nil)
 	return l
 }
 

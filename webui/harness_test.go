@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/webui"
@@ -127,8 +128,8 @@ func (e *env) call(t testing.TB, method, path string, body any, out any, agent .
 			BootMAC string `json:"boot_mac"`
 		}
 		json.Unmarshal(raw, &id)
-		var tok struct{ Token string }
-		if id.BootMAC == "" || e.call(t, "POST", "/api/v1/boot-tokens", map[string]string{"mac": id.BootMAC}, &tok) != http.StatusOK {
+		var tok wire.BootTokenReply
+		if id.BootMAC == "" || e.call(t, "POST", "/api/v1/boot-tokens", wire.BootTokenRequest{MAC: id.BootMAC}, &tok) != http.StatusOK {
 			t.Fatalf("%s %s: no boot token for boot_mac %q", method, path, id.BootMAC)
 		}
 		agentTok = tok.Token

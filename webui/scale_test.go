@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/fleet"
 )
 
@@ -45,12 +46,13 @@ func TestTenThousand(t *testing.T) {
 					rep.CPUs[k].Flags = nil
 				}
 				name := fmt.Sprintf("r%03d-n%02d", i/40+1, i%40+1)
-				var m machineRef
-				if code := e.call(t, "POST", "/api/v1/machines", map[string]any{"name": name, "mac": rep.BootMAC}, &m); code != http.StatusCreated {
+				var m wire.MachineView
+				if code := e.call(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: name, MAC: rep.BootMAC}, &m); code != http.StatusCreated {
 					t.Errorf("create %s: %d", name, code)
 					return
 				}
-				if code := e.call(t, "POST", "/api/v1/commission", rep, &m, true); code != http.StatusOK {
+				var reply wire.CommissionReply
+				if code := e.call(t, "POST", "/api/v1/commission", rep, &reply, true); code != http.StatusOK {
 					t.Errorf("commission %s: %d", name, code)
 					return
 				}

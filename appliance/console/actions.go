@@ -7,6 +7,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
+
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // menuItem is one entry of the actions menu. A confirm text makes it
@@ -42,7 +44,7 @@ var bootDevices = []struct {
 }
 
 // actionsFor opens the actions menu for ms.
-func (c *console) actionsFor(ms []Machine) {
+func (c *console) actionsFor(ms []wire.MachineView) {
 	if len(ms) == 0 {
 		c.setMsg("no machine to act on", true)
 		return
@@ -63,7 +65,7 @@ func (c *console) actionsFor(ms []Machine) {
 	c.dialog(center(l, 44, len(actionMenu)+2), l)
 }
 
-func (c *console) bootMenu(ms []Machine) {
+func (c *console) bootMenu(ms []wire.MachineView) {
 	l := tview.NewList().ShowSecondaryText(false).SetHighlightFullLine(true)
 	l.SetBorder(true).SetTitle(" Boot device: " + targetTitle(ms) + " ")
 	for _, d := range bootDevices {
@@ -76,7 +78,7 @@ func (c *console) bootMenu(ms []Machine) {
 	c.dialog(center(l, 44, len(bootDevices)+2), l)
 }
 
-func targetTitle(ms []Machine) string {
+func targetTitle(ms []wire.MachineView) string {
 	if len(ms) == 1 {
 		return nameOf(ms[0])
 	}
@@ -84,7 +86,7 @@ func targetTitle(ms []Machine) string {
 }
 
 // namesOf lists up to n names and says how many more.
-func namesOf(ms []Machine, n int) string {
+func namesOf(ms []wire.MachineView, n int) string {
 	var names []string
 	for i, m := range ms {
 		if i == n {
@@ -97,7 +99,7 @@ func namesOf(ms []Machine, n int) string {
 }
 
 // confirmRun asks first for a destructive action, then runs it.
-func (c *console) confirmRun(ms []Machine, it menuItem) {
+func (c *console) confirmRun(ms []wire.MachineView, it menuItem) {
 	if it.confirm == "" {
 		c.run(ms, it)
 		return
@@ -116,14 +118,14 @@ func (c *console) confirmRun(ms []Machine, it menuItem) {
 }
 
 type outcome struct {
-	m   Machine
+	m   wire.MachineView
 	out string
 	err error
 }
 
 // run does an action on every machine, eight at a time, in the background;
 // the results come back as a message, or a list when there are several.
-func (c *console) run(ms []Machine, it menuItem) {
+func (c *console) run(ms []wire.MachineView, it menuItem) {
 	what := strings.ToLower(it.label)
 	if i := strings.Index(what, " ("); i > 0 {
 		what = what[:i]

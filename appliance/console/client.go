@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/apiclient"
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // Client is the console's view of the management API over HTTP(S).
@@ -51,29 +51,27 @@ func (c *Client) do(ctx context.Context, timeout time.Duration, method, path str
 func machinePath(id string) string { return "/api/v1/machines/" + url.PathEscape(id) }
 
 // Machines implements Source with a blocking query when index > 0.
-func (c *Client) Machines(ctx context.Context, index uint64, wait time.Duration) (MachineList, error) {
+func (c *Client) Machines(ctx context.Context, index uint64, wait time.Duration) (wire.MachineList, error) {
 	path, timeout := "/api/v1/machines", readTimeout
 	if index > 0 {
 		path += fmt.Sprintf("?index=%d&wait=%s", index, wait)
 		timeout += wait
 	}
-	var l MachineList
+	var l wire.MachineList
 	err := c.do(ctx, timeout, http.MethodGet, path, nil, &l)
 	return l, err
 }
 
 // Machine implements Source.
-func (c *Client) Machine(ctx context.Context, id string) (MachineDetail, error) {
-	var d MachineDetail
+func (c *Client) Machine(ctx context.Context, id string) (wire.MachineDetail, error) {
+	var d wire.MachineDetail
 	err := c.do(ctx, readTimeout, http.MethodGet, machinePath(id), nil, &d)
 	return d, err
 }
 
 // Jobs implements Source.
-func (c *Client) Jobs(ctx context.Context, id string) ([]store.Job, error) {
-	var v struct {
-		Jobs []store.Job `json:"jobs"`
-	}
+func (c *Client) Jobs(ctx context.Context, id string) ([]wire.Job, error) {
+	var v wire.JobList
 	err := c.do(ctx, readTimeout, http.MethodGet, machinePath(id)+"/jobs", nil, &v)
 	return v.Jobs, err
 }
@@ -84,10 +82,8 @@ const eventMachines = 20
 // Events implements Source. The API keeps events per machine, so this
 // reads the histories of the most recently updated machines and merges
 // them.
-func (c *Client) Events(ctx context.Context, limit int) ([]store.Event, error) {
-	var v struct {
-		Events []store.Event `json:"events"`
-	}
+func (c *Client) Events(ctx context.Context, limit int) ([]wire.Event, error) {
+	var v wire.RecentEvents
 	if err := c.do(ctx, readTimeout, http.MethodGet, fmt.Sprintf("/api/v1/events?limit=%d", limit), nil, &v); err != nil {
 		return nil, err
 	}
@@ -96,8 +92,8 @@ func (c *Client) Events(ctx context.Context, limit int) ([]store.Event, error) {
 }
 
 // sortEvents orders events newest first.
-func sortEvents(es []store.Event) {
-	slices.SortStableFunc(es, func(a, b store.Event) int {
+func sortEvents(es []wire.Event) {
+	slices.SortStableFunc(es, func(a, b wire.Event) int {
 		if c := b.Time.Compare(a.Time); c != 0 {
 			return c
 		}
@@ -106,8 +102,8 @@ func sortEvents(es []store.Event) {
 }
 
 // Cluster implements Source.
-func (c *Client) Cluster(ctx context.Context) (ClusterView, error) {
-	var v ClusterView
+func (c *Client) Cluster(ctx context.Context) (wire.ClusterView, error) {
+	var v wire.ClusterView
 	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/cluster", nil, &v)
 	return v, err
 }
@@ -115,15 +111,9 @@ func (c *Client) Cluster(ctx context.Context) (ClusterView, error) {
 // Network implements Source.
 func (c *Client) Network(ctx context.Context) (Network, error) {
 	var (
-		f struct {
-			Fabrics []store.Fabric `json:"fabrics"`
-		}
-		v struct {
-			VLANs []store.VLAN `json:"vlans"`
-		}
-		s struct {
-			Subnets []Subnet `json:"subnets"`
-		}
+		f wire.FabricList
+		v wire.VLANList
+		s wire.SubnetList
 	)
 	for path, out := range map[string]any{"/api/v1/fabrics": &f, "/api/v1/vlans": &v, "/api/v1/subnets": &s} {
 		if err := c.do(ctx, readTimeout, http.MethodGet, path, nil, out); err != nil {
@@ -134,10 +124,8 @@ func (c *Client) Network(ctx context.Context) (Network, error) {
 }
 
 // Images implements Source.
-func (c *Client) Images(ctx context.Context) ([]store.Image, error) {
-	var v struct {
-		Images []store.Image `json:"images"`
-	}
+func (c *Client) Images(ctx context.Context) ([]wire.Image, error) {
+	var v wire.ImageList
 	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/images", nil, &v)
 	return v.Images, err
 }
@@ -147,26 +135,26 @@ func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 	p := machinePath(a.Machine)
 	switch a.Kind {
 	case "power":
-		var j store.Job
-		if err := c.do(ctx, actionTimeout, http.MethodPost, p+"/power", map[string]string{"action": a.Arg}, &j); err != nil {
+		var j wire.Job
+		if err := c.do(ctx, actionTimeout, http.MethodPost, p+"/power", wire.PowerRequest{Action: a.Arg}, &j); err != nil {
 			return "", err
 		}
 		return jobOutcome(j), nil
 	case "bootdev":
-		var j store.Job
-		if err := c.do(ctx, actionTimeout, http.MethodPost, p+"/bootdev", map[string]any{"device": a.Arg}, &j); err != nil {
+		var j wire.Job
+		if err := c.do(ctx, actionTimeout, http.MethodPost, p+"/bootdev", wire.BootdevRequest{Device: a.Arg}, &j); err != nil {
 			return "", err
 		}
 		return jobOutcome(j), nil
 	case "recommission":
 		if a.Arg == "now" {
-			var j store.Job
+			var j wire.Job
 			if err := c.do(ctx, actionTimeout, http.MethodPost, p+"/recommission?now=1", nil, &j); err != nil {
 				return "", err
 			}
 			return jobOutcome(j), nil
 		}
-		var m Machine
+		var m wire.MachineView
 		if err := c.do(ctx, readTimeout, http.MethodPost, p+"/recommission", nil, &m); err != nil {
 			return "", err
 		}
@@ -179,7 +167,7 @@ func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 
 // jobOutcome says how a BMC job ended; a job still running when the API
 // stopped waiting (202) is reported as such.
-func jobOutcome(j store.Job) string {
+func jobOutcome(j wire.Job) string {
 	switch {
 	case !j.Done:
 		return "still running (job " + j.ID + ")"

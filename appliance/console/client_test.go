@@ -18,6 +18,8 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // recordedAPI serves the answers in testdata/api, captured from a real node
@@ -33,7 +35,7 @@ type recordedAPI struct {
 }
 
 func newRecordedAPI(t *testing.T) (*recordedAPI, *httptest.Server) {
-	var l MachineList
+	var l wire.MachineList
 	if err := json.Unmarshal(readRecorded(t, "machines.json"), &l); err != nil || len(l.Machines) != 2 {
 		t.Fatalf("machines.json: %v (%d machines)", err, len(l.Machines))
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // Options says which API the console talks to.
@@ -168,22 +168,22 @@ type console struct {
 	now  func() time.Time
 	live bool // fetch in the background and follow changes; false: Dump
 
-	machines  MachineList
+	machines  wire.MachineList
 	haveMach  bool
-	cluster   ClusterView
-	events    []store.Event
+	cluster   wire.ClusterView
+	events    []wire.Event
 	network   Network
-	images    []store.Image
+	images    []wire.Image
 	errs      map[string]error // what → last load error
-	detail    *MachineDetail
+	detail    *wire.MachineDetail
 	detailID  string
-	jobs      []store.Job
+	jobs      []wire.Job
 	detailErr error
 
 	filter   string
 	state    string // "" for every state
 	selected map[string]bool
-	shown    []Machine
+	shown    []wire.MachineView
 
 	page     string // the page on the right
 	back     string // where Esc goes from a machine
@@ -475,7 +475,7 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 	case strings.HasPrefix(what, "machine:"):
 		id := strings.TrimPrefix(what, "machine:")
 		d, err := c.src.Machine(ctx, id)
-		var jobs []store.Job
+		var jobs []wire.Job
 		if err == nil {
 			jobs, _ = c.src.Jobs(ctx, d.ID) // a machine without jobs still shows
 		}
@@ -540,7 +540,7 @@ func (c *console) sleep(d time.Duration) {
 
 // setMachines takes a new machine list; a change reloads what derives from
 // it (recent events, the machine on show).
-func (c *console) setMachines(l MachineList) {
+func (c *console) setMachines(l wire.MachineList) {
 	changed := c.haveMach && l.Index != c.machines.Index
 	c.machines, c.haveMach = l, true
 	known := map[string]bool{}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
@@ -24,8 +24,8 @@ type fleet struct {
 	mu       sync.Mutex
 	index    uint64
 	changed  chan struct{} // closed and replaced on every change
-	machines []Machine
-	events   []store.Event
+	machines []wire.MachineView
+	events   []wire.Event
 	fail     map[string]error // machine ID → error for every action on it
 	calls    []Action
 }
@@ -56,10 +56,10 @@ func newFleet() *fleet {
 		{"m-0a1b2c3d4e09", "edge-01", "new", "ZZ0001", "52:54:00:12:34:03", "10.0.0.61", "", 0, 0, 0, "", "", 2 * time.Minute},
 	}
 	for i, s := range specs {
-		m := Machine{Machine: store.Machine{
+		m := wire.MachineView{
 			ID: s.id, Name: s.name, State: s.state, Serial: s.serial, MACs: []string{s.mac}, BootMAC: s.mac,
 			CreatedAt: ago(s.age + time.Hour), UpdatedAt: ago(s.age), Index: uint64(100 + i),
-		}}
+		}
 		if s.ip != "" {
 			m.IPs = []string{s.ip}
 		}
@@ -76,21 +76,21 @@ func newFleet() *fleet {
 			}
 		}
 		if s.bmc != "" {
-			m.BMC = &BMC{Driver: "ipmi", Address: s.bmc, User: "rollcall", HasPassword: true, Source: "in-band"}
+			m.BMC = &wire.BMCView{Driver: "ipmi", Address: s.bmc, User: "rollcall", HasPassword: true, Source: "in-band"}
 			if s.bmcErr != "" {
 				m.BMC.Errors = []string{s.bmcErr}
 			}
 		}
 		f.machines = append(f.machines, m)
-		f.events = append(f.events, store.Event{Machine: s.id, Index: uint64(100 + i), Time: ago(s.age + time.Hour), Kind: "enlisted", Message: "first seen on mgmt/0 via " + s.mac})
+		f.events = append(f.events, wire.Event{Machine: s.id, Index: uint64(100 + i), Time: ago(s.age + time.Hour), Kind: "enlisted", Message: "first seen on mgmt/0 via " + s.mac})
 		switch s.state {
 		case "commissioning":
-			f.events = append(f.events, store.Event{Machine: s.id, Index: uint64(200 + i), Time: ago(s.age), Kind: "commissioning", Message: "agent booted, collecting inventory"})
+			f.events = append(f.events, wire.Event{Machine: s.id, Index: uint64(200 + i), Time: ago(s.age), Kind: "commissioning", Message: "agent booted, collecting inventory"})
 		case "ready":
-			f.events = append(f.events, store.Event{Machine: s.id, Index: uint64(200 + i), Time: ago(s.age), Kind: "commissioned", Message: "inventory received: 2 CPUs, 4 disks, 2 NICs"})
+			f.events = append(f.events, wire.Event{Machine: s.id, Index: uint64(200 + i), Time: ago(s.age), Kind: "commissioned", Message: "inventory received: 2 CPUs, 4 disks, 2 NICs"})
 		}
 	}
-	f.events = append(f.events, store.Event{Machine: "m-0a1b2c3d4e04", Index: 300, Time: ago(49 * time.Hour), Kind: "bmc", Message: "ipmi 10.0.20.41: connection refused"})
+	f.events = append(f.events, wire.Event{Machine: "m-0a1b2c3d4e04", Index: 300, Time: ago(49 * time.Hour), Kind: "bmc", Message: "ipmi 10.0.20.41: connection refused"})
 	return f
 }
 
@@ -102,7 +102,7 @@ func (f *fleet) bump() {
 }
 
 // update changes the fleet from a test, as another operator would.
-func (f *fleet) update(fn func(ms []Machine) []Machine) {
+func (f *fleet) update(fn func(ms []wire.MachineView) []wire.MachineView) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.machines = fn(f.machines)
@@ -115,7 +115,7 @@ func (f *fleet) actions() []Action {
 	return slices.Clone(f.calls)
 }
 
-func (f *fleet) Machines(ctx context.Context, index uint64, wait time.Duration) (MachineList, error) {
+func (f *fleet) Machines(ctx context.Context, index uint64, wait time.Duration) (wire.MachineList, error) {
 	f.mu.Lock()
 	if index > 0 && f.index <= index {
 		ch := f.changed
@@ -126,12 +126,12 @@ func (f *fleet) Machines(ctx context.Context, index uint64, wait time.Duration) 
 		case <-ch:
 		case <-t.C:
 		case <-ctx.Done():
-			return MachineList{}, ctx.Err()
+			return wire.MachineList{}, ctx.Err()
 		}
 		f.mu.Lock()
 	}
 	defer f.mu.Unlock()
-	return MachineList{Index: f.index, Machines: slices.Clone(f.machines)}, nil
+	return wire.MachineList{Index: f.index, Machines: slices.Clone(f.machines)}, nil
 }
 
 func (f *fleet) find(id string) (int, error) {
@@ -140,17 +140,17 @@ func (f *fleet) find(id string) (int, error) {
 			return i, nil
 		}
 	}
-	return -1, fmt.Errorf("machine %q: %w", id, store.ErrNotFound)
+	return -1, fmt.Errorf("machine %q: not found", id) // as the API says it
 }
 
-func (f *fleet) Machine(_ context.Context, id string) (MachineDetail, error) {
+func (f *fleet) Machine(_ context.Context, id string) (wire.MachineDetail, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i, err := f.find(id)
 	if err != nil {
-		return MachineDetail{}, err
+		return wire.MachineDetail{}, err
 	}
-	d := MachineDetail{Machine: f.machines[i]}
+	d := wire.MachineDetail{MachineView: f.machines[i]}
 	for _, e := range f.events {
 		if e.Machine == d.ID {
 			d.Events = append(d.Events, e)
@@ -159,17 +159,17 @@ func (f *fleet) Machine(_ context.Context, id string) (MachineDetail, error) {
 	return d, nil
 }
 
-func (f *fleet) Jobs(_ context.Context, id string) ([]store.Job, error) {
+func (f *fleet) Jobs(_ context.Context, id string) ([]wire.Job, error) {
 	if id != "m-0a1b2c3d4e01" {
 		return nil, nil
 	}
-	return []store.Job{
+	return []wire.Job{
 		{ID: "j-2", Machine: id, Kind: "power", Arg: "status", Created: ago(10 * time.Minute), Done: true, Result: "on"},
 		{ID: "j-1", Machine: id, Kind: "bootdev", Arg: "pxe", Created: ago(3 * time.Hour), Done: true, Result: "pxe"},
 	}, nil
 }
 
-func (f *fleet) Events(_ context.Context, limit int) ([]store.Event, error) {
+func (f *fleet) Events(_ context.Context, limit int) ([]wire.Event, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	es := slices.Clone(f.events)
@@ -177,18 +177,18 @@ func (f *fleet) Events(_ context.Context, limit int) ([]store.Event, error) {
 	return es[:min(limit, len(es))], nil
 }
 
-func (f *fleet) Cluster(context.Context) (ClusterView, error) {
-	st := func(id, state string, applied uint64, contact time.Duration) *MemberStatus {
-		return &MemberStatus{State: state, Leader: "node-1", Term: 7, Applied: applied, Commit: applied, LastContact: ago(contact)}
+func (f *fleet) Cluster(context.Context) (wire.ClusterView, error) {
+	st := func(id, state string, applied uint64, contact time.Duration) *wire.NodeStatus {
+		return &wire.NodeStatus{State: state, Leader: "node-1", Term: 7, Applied: applied, Commit: applied, LastContact: ago(contact)}
 	}
-	return ClusterView{
+	return wire.ClusterView{
 		Node: "node-1", Leader: "node-1", CAFingerprint: "15860131cf605b8c57a43a60b325f566d79bf6b7ac9a565ef89f6070076c99f3",
-		Members: []Member{
+		Members: []wire.Member{
 			{ID: "node-1", Address: "10.0.0.2:8300", Voter: true, Leader: true, Reachable: true, Status: st("node-1", "Leader", 1480, 0)},
 			{ID: "node-2", Address: "10.0.0.3:8300", Voter: true, Reachable: true, Status: st("node-2", "Follower", 1480, 42*time.Millisecond)},
 			{ID: "node-3", Address: "10.0.0.4:8300", Voter: true, Error: "dial tcp 10.0.0.4:8300: i/o timeout"},
 		},
-		Nodes: []store.Node{
+		Nodes: []wire.Node{
 			{Name: "node-1", RaftAddr: "10.0.0.2:8300", HTTPAddr: "10.0.0.2:8080"},
 			{Name: "node-2", RaftAddr: "10.0.0.3:8300", HTTPAddr: "10.0.0.3:8080"},
 			{Name: "node-3", RaftAddr: "10.0.0.4:8300", HTTPAddr: "10.0.0.4:8080"},
@@ -197,21 +197,21 @@ func (f *fleet) Cluster(context.Context) (ClusterView, error) {
 }
 
 func (f *fleet) Network(context.Context) (Network, error) {
-	sub := func(cidr, fabric string, vid int, purpose, gw string, used int) Subnet {
-		s := Subnet{Subnet: store.Subnet{CIDR: netip.MustParsePrefix(cidr), Fabric: fabric, VID: vid, Purpose: purpose}, Used: used}
+	sub := func(cidr, fabric string, vid int, purpose, gw string, used int) wire.SubnetView {
+		s := wire.SubnetView{Subnet: wire.Subnet{CIDR: netip.MustParsePrefix(cidr), Fabric: fabric, VID: vid, Purpose: purpose}, Used: used}
 		if gw != "" {
 			s.Gateway = netip.MustParseAddr(gw)
 		}
 		return s
 	}
 	return Network{
-		Fabrics: []store.Fabric{{Name: "mgmt", Kind: "ethernet"}, {Name: "ib0", Kind: "infiniband"}},
-		VLANs: []store.VLAN{
-			{Fabric: "mgmt", VID: 0, MTU: 1500, DHCP: "full", Servers: []store.VLANServer{{Node: "node-1", Iface: "eth1"}, {Node: "node-2", Iface: "eth1"}}},
-			{Fabric: "mgmt", VID: 20, MTU: 1500, DHCP: "proxy", Servers: []store.VLANServer{{Node: "node-1", Iface: "eth1.20"}}},
+		Fabrics: []wire.Fabric{{Name: "mgmt", Kind: "ethernet"}, {Name: "ib0", Kind: "infiniband"}},
+		VLANs: []wire.VLAN{
+			{Fabric: "mgmt", VID: 0, MTU: 1500, DHCP: "full", Servers: []wire.VLANServer{{Node: "node-1", Iface: "eth1"}, {Node: "node-2", Iface: "eth1"}}},
+			{Fabric: "mgmt", VID: 20, MTU: 1500, DHCP: "proxy", Servers: []wire.VLANServer{{Node: "node-1", Iface: "eth1.20"}}},
 			{Fabric: "ib0", VID: 0, MTU: 2044, DHCP: "off"},
 		},
-		Subnets: []Subnet{
+		Subnets: []wire.SubnetView{
 			sub("10.0.0.0/24", "mgmt", 0, "provisioning", "10.0.0.1", 12),
 			sub("10.0.20.0/24", "mgmt", 20, "bmc", "", 8),
 			sub("192.168.100.0/22", "ib0", 0, "storage", "", 4),
@@ -219,14 +219,14 @@ func (f *fleet) Network(context.Context) (Network, error) {
 	}, nil
 }
 
-func (f *fleet) Images(context.Context) ([]store.Image, error) {
-	return []store.Image{
-		{Name: "commission-2026.03", Nodes: []string{"node-1", "node-2", "node-3"}, Created: ago(5 * 24 * time.Hour), Files: []store.ImageFile{
+func (f *fleet) Images(context.Context) ([]wire.Image, error) {
+	return []wire.Image{
+		{Name: "commission-2026.03", Nodes: []string{"node-1", "node-2", "node-3"}, Created: ago(5 * 24 * time.Hour), Files: []wire.ImageFile{
 			{Name: "kernel", Size: 11_812_864, SHA256: "9f2b8e3c41d0a7b6e5f4c3d2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2"},
 			{Name: "initrd", Size: 68_157_440, SHA256: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"},
 			{Name: "squashfs", Size: 781_189_120, SHA256: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"},
 		}},
-		{Name: "commission-2026.01", Nodes: []string{"node-1", "node-2"}, Created: ago(60 * 24 * time.Hour), Files: []store.ImageFile{
+		{Name: "commission-2026.01", Nodes: []string{"node-1", "node-2"}, Created: ago(60 * 24 * time.Hour), Files: []wire.ImageFile{
 			{Name: "kernel", Size: 11_800_000, SHA256: "aa2b8e3c41d0a7b6e5f4c3d2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2"},
 			{Name: "initrd", Size: 67_000_000, SHA256: "bb2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"},
 		}},
@@ -253,7 +253,7 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 	case "bootdev":
 		return a.Arg, nil
 	case "recommission":
-		f.machines[i].State = store.StateNew
+		f.machines[i].State = wire.StateNew
 		f.bump()
 		return "new", nil
 	case "delete":

@@ -10,7 +10,7 @@ import (
 	"github.com/mattn/go-runewidth"
 	"github.com/rivo/tview"
 
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // machineTable is the machine list; it picks the columns that fit its width
@@ -105,29 +105,29 @@ func (c *console) machinesKeys(ev *tcell.EventKey) *tcell.EventKey {
 	return ev
 }
 
-// cycleState moves the state filter along store.States and back to all.
+// cycleState moves the state filter along wire.States and back to all.
 func (c *console) cycleState() {
-	i := slices.Index(store.States, c.state)
-	if i+1 >= len(store.States) {
+	i := slices.Index(wire.States, c.state)
+	if i+1 >= len(wire.States) {
 		c.state = ""
 	} else {
-		c.state = store.States[i+1]
+		c.state = wire.States[i+1]
 	}
 	c.fillMachines()
 }
 
 // current is the machine under the cursor.
-func (c *console) current() (Machine, bool) {
+func (c *console) current() (wire.MachineView, bool) {
 	row, _ := c.table.GetSelection()
 	if row < 1 || row > len(c.shown) {
-		return Machine{}, false
+		return wire.MachineView{}, false
 	}
 	return c.shown[row-1], true
 }
 
 // targets are the selected machines, else the one under the cursor.
-func (c *console) targets() []Machine {
-	var out []Machine
+func (c *console) targets() []wire.MachineView {
+	var out []wire.MachineView
 	for _, m := range c.machines.Machines {
 		if c.selected[m.ID] {
 			out = append(out, m)
@@ -143,7 +143,7 @@ func (c *console) targets() []Machine {
 
 // matches is the / filter: a substring of the ID, name, serial or an IP,
 // or a MAC in any common notation (as the API's q= does).
-func matches(m Machine, q string) bool {
+func matches(m wire.MachineView, q string) bool {
 	q = strings.ToLower(strings.TrimSpace(q))
 	if q == "" {
 		return true
@@ -169,25 +169,25 @@ func matches(m Machine, q string) bool {
 type column struct {
 	title string
 	max   int
-	value func(c *console, m Machine) string
+	value func(c *console, m wire.MachineView) string
 }
 
 // machineColumns in the order they give way on a narrow screen: the
 // leftmost ones stay.
 var machineColumns = []column{
-	{"NAME", 20, func(_ *console, m Machine) string { return nameOf(m) }},
-	{"STATE", 13, func(_ *console, m Machine) string { return m.State }},
-	{"IP", 15, func(_ *console, m Machine) string { return first(m.IPs) }},
-	{"BOOT MAC", 17, func(_ *console, m Machine) string { return dash(m.BootMAC) }},
-	{"SERIAL", 14, func(_ *console, m Machine) string { return dash(m.Serial) }},
-	{"PRODUCT", 24, func(_ *console, m Machine) string {
+	{"NAME", 20, func(_ *console, m wire.MachineView) string { return nameOf(m) }},
+	{"STATE", 13, func(_ *console, m wire.MachineView) string { return m.State }},
+	{"IP", 15, func(_ *console, m wire.MachineView) string { return first(m.IPs) }},
+	{"BOOT MAC", 17, func(_ *console, m wire.MachineView) string { return dash(m.BootMAC) }},
+	{"SERIAL", 14, func(_ *console, m wire.MachineView) string { return dash(m.Serial) }},
+	{"PRODUCT", 24, func(_ *console, m wire.MachineView) string {
 		return dash(strings.TrimSpace(m.Summary.Manufacturer + " " + m.Summary.Product))
 	}},
-	{"CPU", 7, func(_ *console, m Machine) string { return cpuOf(m.Summary.Sockets, m.Summary.Cores) }},
-	{"MEMORY", 8, func(_ *console, m Machine) string { return memOf(m.Summary.MemoryBytes) }},
-	{"BMC", 18, func(_ *console, m Machine) string { return bmcOf(m.BMC) }},
-	{"UPDATED", 11, func(c *console, m Machine) string { return c.stamp(m.UpdatedAt) }},
-	{"ID", 14, func(_ *console, m Machine) string { return m.ID }},
+	{"CPU", 7, func(_ *console, m wire.MachineView) string { return cpuOf(m.Summary.Sockets, m.Summary.Cores) }},
+	{"MEMORY", 8, func(_ *console, m wire.MachineView) string { return memOf(m.Summary.MemoryBytes) }},
+	{"BMC", 18, func(_ *console, m wire.MachineView) string { return bmcOf(m.BMC) }},
+	{"UPDATED", 11, func(c *console, m wire.MachineView) string { return c.stamp(m.UpdatedAt) }},
+	{"ID", 14, func(_ *console, m wire.MachineView) string { return m.ID }},
 }
 
 // fillMachines redraws the machine list from the data, the filters and the
@@ -299,7 +299,7 @@ func (c *console) closeMachine() {
 
 func (c *console) machineKeys(ev *tcell.EventKey) *tcell.EventKey {
 	if ev.Rune() == 'a' && c.detail != nil {
-		c.actionsFor([]Machine{c.detail.Machine})
+		c.actionsFor([]wire.MachineView{c.detail.MachineView})
 		return nil
 	}
 	if ev.Key() == tcell.KeyBackspace || ev.Key() == tcell.KeyBackspace2 {
@@ -322,7 +322,7 @@ func (c *console) renderMachine() {
 		return
 	}
 	d := c.detail
-	m, s := d.Machine, d.Summary
+	m, s := d.MachineView, d.Summary
 	tv.SetTitle(fmt.Sprintf(" %s · %s ", nameOf(m), m.ID))
 	var b strings.Builder
 	row := func(k, v string) { fmt.Fprintf(&b, "[yellow]%-13s[-] %s\n", k, esc(v)) }
@@ -392,7 +392,7 @@ func (c *console) renderMachine() {
 
 // ---- formatting
 
-func nameOf(m Machine) string {
+func nameOf(m wire.MachineView) string {
 	if m.Name != "" {
 		return m.Name
 	}
@@ -427,7 +427,7 @@ func memOf(b int64) string {
 	return fmt.Sprintf("%d GiB", b>>30)
 }
 
-func bmcOf(b *BMC) string {
+func bmcOf(b *wire.BMCView) string {
 	if b == nil || b.Address == "" {
 		return "-"
 	}
@@ -472,11 +472,11 @@ func fullStamp(t time.Time) string {
 
 func colorName(state string) string {
 	switch state {
-	case store.StateNew:
+	case wire.StateNew:
 		return "aqua"
-	case store.StateCommissioning:
+	case wire.StateCommissioning:
 		return "yellow"
-	case store.StateReady:
+	case wire.StateReady:
 		return "green"
 	}
 	return "white"

@@ -9,7 +9,7 @@ import (
 	"github.com/mattn/go-runewidth"
 	"github.com/rivo/tview"
 
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // grid lays rows out in aligned columns under a yellow header; paint may
@@ -70,7 +70,7 @@ func (c *console) renderOverview() {
 		}
 	}
 	fmt.Fprintf(&b, "[yellow]Machines[-]  %d\n", len(ms))
-	states := slices.Clone(store.States)
+	states := slices.Clone(wire.States)
 	for s := range count {
 		if !slices.Contains(states, s) {
 			states = append(states, s)
@@ -160,7 +160,7 @@ func (c *console) renderCluster() {
 		http[n.Name] = n.HTTPAddr
 	}
 	members := slices.Clone(cv.Members)
-	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(members, func(a, b wire.Member) int { return strings.Compare(a.ID, b.ID) })
 	var rows [][]string
 	for _, m := range members {
 		role, voter := "follower", "no"

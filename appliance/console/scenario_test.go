@@ -13,7 +13,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rollcall/rollcall/store"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 // testScreen is a simulation screen initialised (and sized) by the test
@@ -302,9 +302,9 @@ func TestLiveUpdatesAndMachinePage(t *testing.T) {
 	s := startSession(t, 140, 40)
 	s.keys("2")
 	s.waitFor("machines", "Machines · 9 of 9")
-	s.f.update(func(ms []Machine) []Machine {
+	s.f.update(func(ms []wire.MachineView) []wire.MachineView {
 		ms[0].State = "new"
-		return append(ms, Machine{Machine: newMachine("m-0a1b2c3d4e10", "late-01")})
+		return append(ms, newMachine("m-0a1b2c3d4e10", "late-01"))
 	})
 	s.waitFor("a change arrives without a key", "Machines · 10 of 10", "late-01")
 
@@ -326,8 +326,8 @@ func TestLiveUpdatesAndMachinePage(t *testing.T) {
 	s.waitFor("back to events", "Events ·")
 }
 
-func newMachine(id, name string) store.Machine {
-	return store.Machine{ID: id, Name: name, State: "new", CreatedAt: fakeNow, UpdatedAt: fakeNow}
+func newMachine(id, name string) wire.MachineView {
+	return wire.MachineView{ID: id, Name: name, State: "new", CreatedAt: fakeNow, UpdatedAt: fakeNow}
 }
 
 func TestQuit(t *testing.T) {
@@ -348,9 +348,9 @@ func TestQuit(t *testing.T) {
 // on the screen, even at the bottom of a long list.
 func TestNarrowTerminal(t *testing.T) {
 	s := startSession(t, 80, 24)
-	s.f.update(func(ms []Machine) []Machine {
+	s.f.update(func(ms []wire.MachineView) []wire.MachineView {
 		for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o"} {
-			ms = append(ms, Machine{Machine: newMachine("m-0000000000"+n+n, "zz-"+n)})
+			ms = append(ms, newMachine("m-0000000000"+n+n, "zz-"+n))
 		}
 		return ms
 	})

@@ -15,7 +15,6 @@ import (
 	"github.com/rivo/tview"
 
 	"github.com/rollcall/rollcall/appliance/pki"
-	"github.com/rollcall/rollcall/store"
 )
 
 // Interface is a network interface the setup offers for management.
@@ -44,8 +43,12 @@ type SetupOptions struct {
 	// Start starts the node with the choices and returns the web UI's
 	// address, which the setup then shows. Nil: Setup returns the choices
 	// right away.
-	Start  func(ctx context.Context, ch SetupChoices) (webURL string, err error)
-	Screen tcell.Screen // nil: the process's terminal
+	Start func(ctx context.Context, ch SetupChoices) (webURL string, err error)
+	// CheckName is the rule the node holds its name to (the appliance
+	// passes store.ValidName), so that the form refuses what the node
+	// would; nil leaves the name to the node's own start.
+	CheckName func(string) error
+	Screen    tcell.Screen // nil: the process's terminal
 }
 
 // ErrSetupQuit is returned when the operator leaves the setup.
@@ -225,8 +228,10 @@ func (s *setup) form(prev SetupChoices) {
 // check validates the form; every refusal says what is wanted.
 func (s *setup) check(name string, ifIndex int, addr string, join bool, code string) (SetupChoices, error) {
 	ch := SetupChoices{Name: strings.TrimSpace(name), Cluster: "new"}
-	if err := store.ValidName(ch.Name); err != nil {
-		return ch, fmt.Errorf("node name: %w", err)
+	if s.o.CheckName != nil {
+		if err := s.o.CheckName(ch.Name); err != nil {
+			return ch, fmt.Errorf("node name: %w", err)
+		}
 	}
 	if ifIndex < 0 || ifIndex >= len(s.ifs) {
 		return ch, errors.New("management interface: choose one")

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/store"
 )
 
 // TestSetupJoinsWithACode runs the first-boot setup against a fresh data
@@ -117,7 +118,7 @@ func TestSetupJoinsWithACode(t *testing.T) {
 }
 
 func TestSetupChecks(t *testing.T) {
-	s := &setup{ifs: []Interface{{Name: "eth0"}}}
+	s := &setup{ifs: []Interface{{Name: "eth0"}}, o: SetupOptions{CheckName: store.ValidName}}
 	cases := map[string]struct {
 		name, addr, code string
 		join             bool

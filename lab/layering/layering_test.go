@@ -83,7 +83,7 @@ var rules = map[string]rule{
 	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
 		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
-		tests: []string{"appliance", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory"}},
+		tests: []string{"appliance", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
 	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
 		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
@@ -107,7 +107,7 @@ var rules = map[string]rule{
 
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki",
+		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki", "appliance/wire",
 			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
@@ -118,9 +118,11 @@ var rules = map[string]rule{
 	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
 		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
 		imports: []string{"raftfsm", "store", "tftp"}},
-	"appliance/console": {why: "an API client: the store's types for what the API answers, never the node itself",
-		imports: []string{"appliance/apiclient", "appliance/pki", "store"},
-		tests:   []string{"store/inventory"}},
+	"appliance/wire": {why: "the API's request and answer types, written field by field: the model's plain types and nothing else, so every client can use them",
+		imports: []string{"store/inventory"}},
+	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
+		imports: []string{"appliance/apiclient", "appliance/pki", "appliance/wire"},
+		tests:   []string{"store", "store/inventory"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
@@ -140,7 +142,7 @@ var rules = map[string]rule{
 	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
 	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
 	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance", "store"}},
-	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance"}},
+	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance", "appliance/wire"}},
 	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
@@ -182,6 +184,8 @@ var against = map[edge]string{
 	{"webui", "appliance", true}: "the browser tests drive the UI served by a real node; only webui's " +
 		"external test package imports it, so webui itself stays a leaf",
 	{"webui", "raftfsm/cluster", true}: "the browser tests tune that node's Raft timing (cluster.Config)",
+	{"webui", "appliance/wire", true}: "the browser tests call that node's API with its request types " +
+		"and read its answers as the API's own types",
 }
 
 // testSupport are packages made for tests (and the lab's programs): tests of

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/wire"
 )
 
 type config struct {
@@ -145,7 +146,7 @@ func run(cfg config) error {
 			HTTPAddr: "127.0.0.1:0", RaftAddr: raftAddr, Logger: logger,
 		}
 		if i > 0 {
-			var code appliance.JoinCodeView
+			var code wire.JoinCodeView
 			if err := (api{"http://" + nodes[0].HTTPAddr(), token, hc}).do("POST", "/api/v1/cluster/join-codes", map[string]string{"ttl": "10m"}, &code); err != nil {
 				return fmt.Errorf("join code: %w", err)
 			}

@@ -1,0 +1,121 @@
+package wire
+
+import "time"
+
+// ClusterView is GET /api/v1/cluster.
+type ClusterView struct {
+	Node          string   `json:"node"` // the node that answered
+	Leader        string   `json:"leader"`
+	CAFingerprint string   `json:"ca_fingerprint"` // SHA-256 of the cluster CA, hex
+	Members       []Member `json:"members"`        // the Raft configuration, asked live
+	Nodes         []Node   `json:"nodes"`          // the nodes on record
+}
+
+// Member is one Raft member, with the status it reported if it answered.
+type Member struct {
+	ID        string      `json:"id"`
+	Address   string      `json:"address"`
+	Voter     bool        `json:"voter"`
+	Leader    bool        `json:"leader"`
+	Reachable bool        `json:"reachable"`
+	Status    *NodeStatus `json:"status,omitempty"`
+	Error     string      `json:"error,omitempty"` // why it did not answer
+}
+
+// NodeStatus is one node's own view of Raft.
+type NodeStatus struct {
+	ID          string    `json:"id"`
+	Address     string    `json:"address"`
+	State       string    `json:"state"` // Leader, Follower, Candidate, …
+	Leader      string    `json:"leader"`
+	Term        uint64    `json:"term"`
+	Applied     uint64    `json:"applied_index"`
+	Commit      uint64    `json:"commit_index"`
+	LastContact time.Time `json:"last_contact,omitzero"`
+	// Diverged says why this node's store is not trusted ("" while it
+	// agrees with the cluster's).
+	Diverged string `json:"diverged,omitempty"`
+	Parts    []Part `json:"parts,omitempty"`
+}
+
+// Part is one long-running service of a node and how it fares.
+type Part struct {
+	Name     string    `json:"name"`
+	State    string    `json:"state"` // starting, running, failed, stopped
+	Error    string    `json:"error,omitempty"`
+	Since    time.Time `json:"since"`
+	Restarts int       `json:"restarts,omitempty"`
+}
+
+// Node is an appliance node on record: a member of the cluster.
+type Node struct {
+	Name     string    `json:"name"`
+	RaftAddr string    `json:"raft_addr"`
+	HTTPAddr string    `json:"http_addr,omitempty"`
+	Joined   time.Time `json:"joined"`
+	Index    uint64    `json:"index"`
+}
+
+// JoinCodeRequest is POST /api/v1/cluster/join-codes; an empty body means a
+// TTL of 60m.
+type JoinCodeRequest struct {
+	TTL string `json:"ttl"` // a duration from 1m to 168h
+}
+
+// JoinCodeView is a fresh join code: shown once, kept only as a hash.
+type JoinCodeView struct {
+	Code    string    `json:"code"`
+	Expires time.Time `json:"expires"`
+	Address string    `json:"address"` // the Raft address the code points at
+}
+
+// Removed answers DELETE /api/v1/cluster/members/{name}.
+type Removed struct {
+	Removed string `json:"removed"`
+}
+
+// Repaired answers POST /api/v1/cluster/members/{name}/repair.
+type Repaired struct {
+	AppliedIndex uint64 `json:"applied_index"` // the leader's store as of this index
+	Node         string `json:"node"`
+}
+
+// CheckReply answers POST /api/v1/cluster/check.
+type CheckReply struct {
+	Index uint64 `json:"index"` // the index every node hashes its store at
+}
+
+// Health is GET /api/v1/health (503 when OK is false). Its fields are in
+// the sorted order of the map it used to be.
+type Health struct {
+	AppliedIndex uint64 `json:"applied_index"`
+	// Lag is how many entries this node is behind the leader, when it
+	// could tell.
+	Lag      *uint64 `json:"lag,omitempty"`
+	LagError string  `json:"lag_error,omitempty"`
+	Leader   string  `json:"leader"`
+	Node     string  `json:"node"`
+	OK       bool    `json:"ok"`
+	Parts    []Part  `json:"parts"`
+	Reason   string  `json:"reason,omitempty"` // why not OK
+	State    string  `json:"state"`            // the node's Raft state
+}
+
+// JoinRequest is what a new node sends the leader's join listener with a
+// join code: the code's secret, its name and Raft address, and a CSR.
+type JoinRequest struct {
+	Secret   string `json:"secret"` // hex
+	Name     string `json:"name"`
+	RaftAddr string `json:"raft_addr"`
+	CSR      string `json:"csr"` // PEM
+}
+
+// JoinReply hands a joining node its certificate and the master key (or
+// says why not).
+type JoinReply struct {
+	CACert     string `json:"ca_cert"`    // PEM
+	Cert       string `json:"cert"`       // PEM
+	MasterKey  string `json:"master_key"` // hex
+	AdminToken string `json:"admin_token,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
