@@ -1,159 +1,28 @@
 package appliance
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
 )
 
-// lockedBuffer collects a node's log for leak checks.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startExportNode starts a one-node cluster and serves the export routes
-// (which routes.go does not list yet) beside the node's API, admin-only.
-// It sets ROLLCALL_URL and ROLLCALL_TOKEN for the CLI.
-func startExportNode(t *testing.T) (*Node, *lockedBuffer) {
-	t.Helper()
-	logs := &lockedBuffer{}
-	dir := t.TempDir()
-	n, err := Start(t.Context(), Options{
-		DataDir: dir, Name: "exp1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *cluster.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.POST("/api/v1/export/postgres", n.requireAdmin, n.postExport)
-	r.GET("/api/v1/export/status", n.requireAdmin, n.getExportStatus)
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	tok, err := os.ReadFile(filepath.Join(dir, fileAdmin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("ROLLCALL_URL", srv.URL)
-	t.Setenv("ROLLCALL_TOKEN", strings.TrimSpace(string(tok)))
-	t.Setenv("PGPASSWORD", "")
-	return n, logs
-}
-
-func runCLI(args ...string) (code int, stdout, stderr string) {
-	var o, e bytes.Buffer
-	code = Main(args, &o, &e)
-	return code, o.String(), e.String()
-}
-
-func TestExportCLIRefusesPasswordOnCommandLine(t *testing.T) {
-	t.Setenv("ROLLCALL_URL", "http://127.0.0.1:1")
-	t.Setenv("ROLLCALL_TOKEN", "x")
-	for _, dsn := range []string{
-		"postgres://rc:hunter2-secret@db.example/fleet",
-		"host=db.example user=rc password=hunter2-secret dbname=fleet",
-	} {
-		code, out, errOut := runCLI("export", "postgres", "-dsn", dsn)
-		if code != 1 || !strings.Contains(errOut, "-password-file") || strings.Contains(out+errOut, "hunter2-secret") {
-			t.Errorf("dsn %q: exit %d, stderr %q; want 1, a pointer to -password-file, no password echoed", pgexportRedact(dsn), code, errOut)
-		}
-	}
-}
-
-func pgexportRedact(s string) string { return strings.ReplaceAll(s, "hunter2-secret", "xxxxx") }
-
-// `rollcall export postgres` asks the node to export its store; the
-// password read from a file reaches PostgreSQL and nothing else.
-func TestExportCLIAgainstPostgres(t *testing.T) {
-	pg := pgtest.Start(t)
-	n, logs := startExportNode(t)
-	ctx := t.Context()
-	for i, name := range []string{"alpha", "beta"} {
-		if _, err := n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-00000000000%d", i+1), Name: name, Now: time.Now().UTC()}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const secret = "pw-that-must-not-leak"
-	pwFile := filepath.Join(t.TempDir(), "pgpass")
-	if err := os.WriteFile(pwFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runCLI("export", "postgres", "-dsn", pg.DSN(), "-schema", "cli", "-password-file", pwFile)
-	if code != 0 || !strings.Contains(out, "exported 2 machines") {
-		t.Fatalf("export: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-	conn := pg.Conn(t)
-	var names []string
-	rows, err := conn.Query(ctx, "SELECT name FROM cli.machines ORDER BY name")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		rows.Scan(&s)
-		names = append(names, s)
-	}
-	if strings.Join(names, ",") != "alpha,beta" {
-		t.Errorf("machines in PostgreSQL: %v, want alpha, beta", names)
-	}
-	var node string
-	if err := conn.QueryRow(ctx, "SELECT node FROM cli.export_state").Scan(&node); err != nil || node != "exp1" {
-		t.Errorf("export_state.node = %q (%v), want exp1", node, err)
-	}
-
-	// Unreachable: a clear message, no password anywhere.
-	code, out, errOut = runCLI("export", "postgres", "-dsn", "host=/nonexistent user=rc dbname=fleet connect_timeout=2", "-password-file", pwFile)
-	if code != 1 || !strings.Contains(errOut, "cannot connect to PostgreSQL") {
-		t.Errorf("unreachable: exit %d, stderr %q; want 1 and cannot connect", code, errOut)
-	}
-	if strings.Contains(out+errOut+logs.String(), secret) {
-		t.Error("the password appears in the CLI output or the node's log")
-	}
-}
-
-// `rollcall export status` says what the node's mirror does: "mirror"
+// GET /api/v1/export/status says what the node's mirror does: "mirror"
 // with its own status while it runs here, "standby" with the position the
 // leader's mirror keeps in PostgreSQL (connected, lagging) when it does not.
-// How the runner follows leadership is pgexport's test.
+// How the runner follows leadership is pgexport's test; what `rollcall
+// export status` prints of it, appliance/cli's.
 func TestExportStatusFollowsLeadership(t *testing.T) {
 	pg := pgtest.Start(t)
-	n, logs := startExportNode(t)
+	logs := &syncBuffer{}
+	n, admin, _ := startTestNodeWith(t, testNodeOptions{log: logs})
 	ctx, cancel := context.WithCancel(t.Context())
 	var leader atomic.Bool
 	leader.Store(true)
@@ -183,14 +52,12 @@ func TestExportStatusFollowsLeadership(t *testing.T) {
 	}
 	status := func() wire.ExportStatusView {
 		t.Helper()
-		code, out, errOut := runCLI("export", "status", "-json")
-		if code != 0 {
-			t.Fatalf("export status: %d %s", code, errOut)
+		r := do(t, n, "GET", "/api/v1/export/status", nil, bearer(admin)...)
+		if r.status != http.StatusOK {
+			t.Fatalf("export status: %s", r)
 		}
 		var v wire.ExportStatusView
-		if err := json.Unmarshal([]byte(out), &v); err != nil {
-			t.Fatal(err)
-		}
+		r.decode(t, &v)
 		return v
 	}
 
@@ -206,9 +73,5 @@ func TestExportStatusFollowsLeadership(t *testing.T) {
 	v := status()
 	if v.Role != "standby" || v.Mirror == nil || v.Mirror.LagIndexes == 0 || !v.Mirror.Connected {
 		t.Errorf("status as a follower: %+v; want standby, connected to PostgreSQL, lagging", v)
-	}
-	_, out, _ := runCLI("export", "status")
-	if !strings.Contains(out, "standby") || !strings.Contains(out, "lag:") {
-		t.Errorf("export status text: %q", out)
 	}
 }

@@ -16,8 +16,8 @@ import (
 
 // The HTTPS API: a certificate from the cluster CA for the node's names and
 // addresses, checked by a client that trusts only that CA; /ca.pem over
-// plain HTTP; reissue when names change or a month before expiry; and the
-// CLI over https with ROLLCALL_CA.
+// plain HTTP; reissue when names change or a month before expiry. (The CLI
+// over https with ROLLCALL_CA is appliance/cli's test.)
 func TestHTTPS(t *testing.T) {
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"tls_names":["rollcall.example.test"],"admin_http":"loopback"}`), 0o600)
@@ -70,21 +70,5 @@ func TestHTTPS(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(n.httpsCert.Load().leaf.DNSNames, ","), "other.example.test") {
 		t.Fatalf("new name missing: %v", n.httpsCert.Load().leaf.DNSNames)
-	}
-
-	// The CLI over https, trusting ROLLCALL_CA.
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(caFile, caPEM, 0o644)
-	tok, _ := os.ReadFile(filepath.Join(data, fileAdmin))
-	t.Setenv("ROLLCALL_URL", "https://localhost:"+port)
-	t.Setenv("ROLLCALL_TOKEN", strings.TrimSpace(string(tok)))
-	t.Setenv("ROLLCALL_CA", caFile)
-	var out, errOut strings.Builder
-	if code := Main([]string{"list"}, &out, &errOut); code != 0 {
-		t.Fatalf("rollcall list over https: %d %s", code, errOut.String())
-	}
-	t.Setenv("ROLLCALL_CA", "/nonexistent/ca.pem")
-	if code := Main([]string{"list"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "ROLLCALL_CA") {
-		t.Fatalf("missing CA: %d %s", code, errOut.String())
 	}
 }

@@ -1,6 +1,9 @@
 // Package appliance composes a Rollcall node: the store, the Raft cluster,
-// the cluster PKI, the REST API (gin), the CLI and the console. It is the
-// only package that knows how the services fit together.
+// the cluster PKI and the REST API (gin). It is the only package that knows
+// how the services fit together. The command line (appliance/cli) and the
+// console (appliance/console) are clients of its API; the command line
+// starts a node through Start and reads what DataDir holds for clients
+// (datadir.go), never the other way round.
 package appliance
 
 import (

@@ -18,7 +18,6 @@ import (
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
-	"github.com/rollcall/rollcall/store"
 )
 
 // A node serves lpxelinux.0 and its modules from pxelinux_dir and
@@ -181,43 +180,4 @@ func importImage(t *testing.T, n *Node, admin, name string, kernel, initrd []byt
 		t.Fatalf("post image: %d %s", code, answer)
 	}
 	return kf, inf
-}
-
-// The boot loader of a VLAN through the CLI: vlan add -boot-loader, vlan
-// set changing only what it names, vlan show, and a value that is not a
-// boot loader refused with the ones that are.
-func TestVLANBootLoaderCLI(t *testing.T) {
-	n, admin, _ := startTestNode(t)
-	t.Setenv("ROLLCALL_URL", "http://"+n.HTTPAddr())
-	t.Setenv("ROLLCALL_TOKEN", admin)
-	mustCLI(t, "fabric", "add", "hall-a")
-	if out := mustCLI(t, "vlan", "add", "hall-a", "10", "-boot-loader", "pxelinux"); !strings.Contains(out, "boot loader pxelinux") {
-		t.Errorf("vlan add: %q", out)
-	}
-	mustCLI(t, "vlan", "add", "hall-a", "20", "-dhcp", "-node", "t1", "-iface", "eth1", "-mtu", "9000")
-	if out := mustCLI(t, "vlan", "show", "hall-a", "20"); !strings.Contains(out, "Boot loader") || !strings.Contains(out, "ipxe") {
-		t.Errorf("vlan show of an iPXE VLAN:\n%s", out)
-	}
-	mustCLI(t, "vlan", "set", "hall-a", "20", "-boot-loader", "pxelinux")
-	var vd wire.VLANDetail
-	if err := json.Unmarshal([]byte(mustCLI(t, "vlan", "show", "hall-a", "20", "-json")), &vd); err != nil || vd.BootLoader != store.BootLoaderPXELinux ||
-		vd.DHCP != store.DHCPFull || vd.MTU != 9000 || len(vd.Servers) != 1 || vd.Servers[0] != (wire.VLANServer{Node: "t1", Iface: "eth1"}) {
-		t.Errorf("vlan set -boot-loader changed more than the boot loader: %+v, %v", vd, err)
-	}
-	if out := mustCLI(t, "vlan", "show", "hall-a", "20"); !strings.Contains(out, "pxelinux") {
-		t.Errorf("vlan show:\n%s", out)
-	}
-	mustCLI(t, "vlan", "set", "hall-a", "20", "-no-dhcp", "-mtu", "1500", "-boot-loader", "ipxe")
-	json.Unmarshal([]byte(mustCLI(t, "vlan", "show", "hall-a", "20", "-json")), &vd)
-	if vd.BootLoader != store.BootLoaderIPXE || vd.DHCP != store.DHCPOff || vd.MTU != 1500 {
-		t.Errorf("vlan set -no-dhcp -mtu -boot-loader: %+v", vd)
-	}
-	if code, _, errs := cli(t, "vlan", "set", "hall-a", "20", "-boot-loader", "grub"); code != 1 || !strings.Contains(errs, `"grub"`) || !strings.Contains(errs, "ipxe, pxelinux") {
-		t.Errorf("vlan set -boot-loader grub: exit %d, %q", code, errs)
-	}
-	for _, args := range [][]string{{"vlan", "set", "hall-a"}, {"vlan", "set", "hall-a", "20", "-dhcp", "-no-dhcp"}, {"vlan", "set", "hall-a", "99", "-mtu", "1500"}} {
-		if code, _, errs := cli(t, args...); code != 1 || errs == "" {
-			t.Errorf("rollcall %s: exit %d, %q", strings.Join(args, " "), code, errs)
-		}
-	}
 }

@@ -20,8 +20,9 @@ import (
 
 // Dependencies point one way (STYLE.md item 1):
 //
-//	appliance/cmd/rollcall → appliance → services (dhcp, tftp, power, ipam,
-//	raftfsm, webui) → store → plain model types (store/inventory)
+//	appliance/cmd/rollcall → appliance/cli → appliance → services (dhcp,
+//	tftp, power, ipam, raftfsm, webui) → store → plain model types
+//	(store/inventory)
 //
 // Services never import each other; the agent is a binary of its own that
 // shares only the model; lab/ and images/ are programs at the edge that may
@@ -107,10 +108,10 @@ var rules = map[string]rule{
 
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki", "appliance/wire",
+		imports: []string{"appliance/bootfiles", "appliance/connlimit", "appliance/pki", "appliance/wire",
 			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "store/pgexport/pgtest"}},
-	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
+	"appliance/cmd/rollcall": {why: "the server binary: main only, which runs the command line", imports: []string{"appliance/cli"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi":      {why: "the REST API: handlers over the store; the store's refusals carry their public text", imports: []string{"store"}},
 	"appliance/connlimit":    {why: "connection limits for the node's HTTP servers: a leaf"},
@@ -123,6 +124,11 @@ var rules = map[string]rule{
 	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
 		imports: []string{"appliance/apiclient", "appliance/pki", "appliance/wire"},
 		tests:   []string{"store", "store/inventory"}},
+	"appliance/cli": {why: "the command line: a client of the API (apiclient, wire) that starts a node (serve, setup) only through " +
+		"appliance's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
+		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
+		imports: []string{"appliance", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
+		tests:   []string{"power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},

@@ -5,9 +5,9 @@ package main
 import (
 	"os"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/cli"
 )
 
 func main() {
-	os.Exit(appliance.Main(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -1,55 +1,47 @@
-package appliance
+package cli
 
 import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/rollcall/rollcall/appliance/wire"
 )
 
+// The BMC verbs: power, bootdev, bmc.
+
 // cmdPower is `rollcall power ID status|on|off|soft|cycle|reset`.
-func cmdPower(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("power", flag.ContinueOnError)
-	c, err := newClient(fs, flagsFirst(args))
+func cmdPower(args []string, s streams) error {
+	fs := newFlags("power", "rollcall power ID status|on|off|soft|cycle|reset")
+	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
-		return errors.New("usage: rollcall power ID status|on|off|soft|cycle|reset")
-	}
 	var j wire.Job
-	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/power", wire.PowerRequest{Action: fs.Arg(1)}, &j); err != nil {
+	if err := c.do(http.MethodPost, machinePath(fs.Arg(0), "power"), wire.PowerRequest{Action: fs.Arg(1)}, &j); err != nil {
 		return err
 	}
-	return printJob(stdout, j)
+	return printJob(s.stdout, j)
 }
 
 // cmdBootdev is `rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]`.
-func cmdBootdev(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bootdev", flag.ContinueOnError)
+func cmdBootdev(args []string, s streams) error {
+	fs := newFlags("bootdev", "rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]")
 	persistent := fs.Bool("persistent", false, "keep the device for every boot, not just the next")
 	uefi := fs.Bool("uefi", false, "boot in UEFI mode")
-	c, err := newClient(fs, flagsFirst(args))
+	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
-		return errors.New("usage: rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]")
-	}
 	var j wire.Job
-	if err := c.do(http.MethodPost, "/api/v1/machines/"+url.PathEscape(fs.Arg(0))+"/bootdev", wire.BootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}, &j); err != nil {
+	if err := c.do(http.MethodPost, machinePath(fs.Arg(0), "bootdev"), wire.BootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}, &j); err != nil {
 		return err
 	}
-	return printJob(stdout, j)
+	return printJob(s.stdout, j)
 }
 
 func printJob(w io.Writer, j wire.Job) error {
@@ -65,24 +57,12 @@ func printJob(w io.Writer, j wire.Job) error {
 	return nil
 }
 
-type keyValues map[string]string
-
-func (kv keyValues) String() string { return fmt.Sprint(map[string]string(kv)) }
-func (kv keyValues) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("%q is not key=value", s)
-	}
-	kv[k] = v
-	return nil
-}
-
 // cmdBMC is `rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]`
 // and `rollcall bmc drivers`.
-func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("bmc", flag.ContinueOnError)
+func cmdBMC(args []string, s streams) error {
 	if len(args) > 0 && args[0] == "drivers" {
-		c, err := newClient(fs, args[1:])
+		fs := newFlags("bmc", "")
+		c, err := fs.client(args[1:], anyArgs)
 		if err != nil {
 			return err
 		}
@@ -90,12 +70,13 @@ func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
 		if err := c.do(http.MethodGet, "/api/v1/bmc/drivers", nil, &v); err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(s.stdout)
 		for _, d := range v.Drivers {
 			fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Description)
 		}
 		return tw.Flush()
 	}
+	fs := newFlags("bmc", "rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe] | rollcall bmc drivers")
 	var req wire.BMCRequest
 	settings := keyValues{}
 	fs.StringVar(&req.Driver, "driver", "", "driver (rollcall bmc drivers lists them)")
@@ -105,18 +86,15 @@ func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs.Var(settings, "set", "driver setting key=value (repeatable)")
 	fs.BoolVar(&req.Verify, "verify", false, "log in once to check the credentials")
 	fs.BoolVar(&req.Probe, "probe", false, "ask the BMC for vendor, model, firmware and Redfish support")
-	c, err := newClient(fs, flagsFirstWith(args, "driver", "address", "user", "password", "set", "data"))
+	c, err := fs.client(args, 1)
 	if err != nil {
 		return err
 	}
-	ref, err := oneArg(fs, "rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe] | rollcall bmc drivers")
-	if err != nil {
-		return err
-	}
+	ref := fs.Arg(0)
 	switch *password {
 	case "":
 	case "-":
-		line, err := bufio.NewReader(stdin).ReadString('\n')
+		line, err := bufio.NewReader(s.stdin).ReadString('\n')
 		if err != nil && err != io.EOF {
 			return err
 		}
@@ -131,16 +109,14 @@ func cmdBMC(args []string, stdin io.Reader, stdout io.Writer) error {
 		req.Settings = settings
 	}
 	var raw json.RawMessage
-	if err := c.do(http.MethodPut, "/api/v1/machines/"+url.PathEscape(ref)+"/bmc", req, &raw); err != nil {
+	if err := c.do(http.MethodPut, machinePath(ref, "bmc"), req, &raw); err != nil {
 		return err
 	}
 	if req.Verify || req.Probe {
 		var j wire.Job
 		json.Unmarshal(raw, &j)
-		return printJob(stdout, j)
+		return printJob(s.stdout, j)
 	}
-	fmt.Fprintf(stdout, "%s: BMC set (%s %s)\n", ref, req.Driver, req.Address)
+	fmt.Fprintf(s.stdout, "%s: BMC set (%s %s)\n", ref, req.Driver, req.Address)
 	return nil
 }
-
-var stdinReader io.Reader = os.Stdin

@@ -1,4 +1,4 @@
-package appliance
+package cli
 
 import (
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/wire"
@@ -29,94 +28,30 @@ var netUsage = map[string]string{
 	"ip":     "rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR",
 }
 
-// cmdNetwork runs the fabric, vlan, subnet, range and ip commands.
-func cmdNetwork(noun string, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: " + netUsage[noun])
+// network is the verb of one network noun: fabric, vlan, subnet, range or ip.
+func network(noun string) func(args []string, s streams) error {
+	return func(args []string, s streams) error {
+		if len(args) == 0 {
+			return errors.New("usage: " + netUsage[noun])
+		}
+		verb, rest := args[0], args[1:]
+		type handler func(rest []string, stdout io.Writer) error
+		verbs := map[string]map[string]handler{
+			"fabric": {"add": fabricAdd, "list": fabricList.run, "show": fabricShow.run, "rm": fabricRm},
+			"vlan":   {"add": vlanAdd, "set": vlanSet, "list": vlanList.run, "show": vlanShow.run, "rm": vlanRm},
+			"subnet": {"add": subnetAdd, "list": subnetList.run, "show": subnetShow.run, "rm": subnetRm},
+			"range":  {"add": rangeAdd, "list": rangeList.run, "rm": rangeRm},
+			"ip":     {"list": ipList.run, "reserve": ipReserve, "release": ipRelease},
+		}[noun]
+		h, ok := verbs[verb]
+		if !ok {
+			return fmt.Errorf("unknown %s command %q; usage: %s", noun, verb, netUsage[noun])
+		}
+		return h(rest, s.stdout)
 	}
-	verb, rest := args[0], args[1:]
-	type handler func(rest []string, stdout io.Writer) error
-	verbs := map[string]map[string]handler{
-		"fabric": {"add": fabricAdd, "list": fabricList, "show": fabricShow, "rm": fabricRm},
-		"vlan":   {"add": vlanAdd, "set": vlanSet, "list": vlanList, "show": vlanShow, "rm": vlanRm},
-		"subnet": {"add": subnetAdd, "list": subnetList, "show": subnetShow, "rm": subnetRm},
-		"range":  {"add": rangeAdd, "list": rangeList, "rm": rangeRm},
-		"ip":     {"list": ipList, "reserve": ipReserve, "release": ipRelease},
-	}[noun]
-	h, ok := verbs[verb]
-	if !ok {
-		return fmt.Errorf("unknown %s command %q; usage: %s", noun, verb, netUsage[noun])
-	}
-	return h(rest, stdout)
 }
 
-// netFlags is one network command's flag set, parsed with the flags moved
-// before the positional arguments.
-type netFlags struct {
-	*flag.FlagSet
-	usage string
-}
-
-func newNetFlags(name, usage string) netFlags {
-	return netFlags{flag.NewFlagSet(name, flag.ContinueOnError), usage}
-}
-
-// client parses args and checks the number of positional arguments.
-func (fs netFlags) client(args []string, nargs int) (*client, error) {
-	c, err := newClient(fs.FlagSet, flagsFirstIn(fs.FlagSet, args))
-	if err != nil {
-		return nil, err
-	}
-	if fs.NArg() != nargs {
-		return nil, errors.New("usage: " + fs.usage)
-	}
-	return c, nil
-}
-
-// flagsFirstIn is flagsFirst for a flag set whose flags are defined: it
-// knows from fs which flags take a value (and that newClient's -data does),
-// so `vlan add hall-a 0 -node n1 -iface eth0` keeps n1 with -node. A
-// negative number is an argument, not a flag; "--" ends the flags.
-func flagsFirstIn(fs *flag.FlagSet, args []string) []string {
-	takesValue := func(name string) bool {
-		if name == "data" {
-			return true
-		}
-		f := fs.Lookup(name)
-		if f == nil {
-			return false
-		}
-		b, ok := f.Value.(interface{ IsBoolFlag() bool })
-		return !ok || !b.IsBoolFlag()
-	}
-	var flags, rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			rest = append(rest, args[i+1:]...)
-			break
-		}
-		if _, err := strconv.Atoi(a); err == nil || !strings.HasPrefix(a, "-") || a == "-" {
-			rest = append(rest, a)
-			continue
-		}
-		flags = append(flags, a)
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue && takesValue(name) && i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return append(append(flags, "--"), rest...)
-}
-
-// listFlag collects a repeated flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
-// show fetches path and prints it as JSON or with print.
+// subnetPath is the API path of the subnet cidr names.
 func subnetPath(cidr string) (string, error) {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil {
@@ -130,14 +65,6 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.Local().Format("2006-01-02 15:04")
-}
-
-func printRows(w io.Writer, rows [][2]string) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
-	}
-	tw.Flush()
 }
 
 func addrs(as []netip.Addr) string {
@@ -155,10 +82,81 @@ func addrOrDash(a netip.Addr) string {
 	return a.String()
 }
 
+// The network nouns' list and show verbs.
+var (
+	fabricList = reader[wire.FabricList]{name: "fabric list", usage: "rollcall fabric list [-json]", path: at("/api/v1/fabrics"),
+		table: func(w io.Writer, l wire.FabricList) error {
+			tw := newTable(w)
+			fmt.Fprintln(tw, "NAME\tKIND\tCREATED")
+			for _, f := range l.Fabrics {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, stamp(f.Created))
+			}
+			return tw.Flush()
+		}}
+	fabricShow = reader[wire.FabricDetail]{name: "fabric show", usage: "rollcall fabric show NAME [-json]", nargs: 1,
+		path: func(a []string) (string, error) { return "/api/v1/fabrics/" + url.PathEscape(a[0]), nil },
+		table: func(w io.Writer, f wire.FabricDetail) error {
+			if err := printRows(w, [][2]string{{"Name", f.Name}, {"Kind", f.Kind}, {"Created", stamp(f.Created)}}); err != nil || len(f.VLANs) == 0 {
+				return err
+			}
+			fmt.Fprintln(w, "\nVLANs:")
+			return printVLANs(w, f.VLANs)
+		}}
+	vlanList = reader[wire.VLANList]{name: "vlan list", usage: "rollcall vlan list [-json]", path: at("/api/v1/vlans"),
+		table: func(w io.Writer, l wire.VLANList) error { return printVLANs(w, l.VLANs) }}
+	vlanShow = reader[wire.VLANDetail]{name: "vlan show", usage: "rollcall vlan show FABRIC VID [-json]", nargs: 2,
+		path: func(a []string) (string, error) { return vlanPath(a[0], a[1]), nil },
+		table: func(w io.Writer, v wire.VLANDetail) error {
+			err := printRows(w, [][2]string{
+				{"Fabric", v.Fabric}, {"VID", strconv.Itoa(v.VID)}, {"MTU", mtuOf(v.MTU)}, {"DHCP", v.DHCP},
+				{"Boot loader", loaderOf(v.BootLoader)},
+				{"Served by", servers(v.Servers)}, {"Created", stamp(v.Created)},
+			})
+			if err != nil || len(v.Subnets) == 0 {
+				return err
+			}
+			fmt.Fprintln(w, "\nSubnets:")
+			views := make([]wire.SubnetView, len(v.Subnets))
+			for i, s := range v.Subnets {
+				views[i] = wire.SubnetView{Subnet: s, Used: -1}
+			}
+			return printSubnets(w, views)
+		}}
+	subnetList = reader[wire.SubnetList]{name: "subnet list", usage: "rollcall subnet list [-json]", path: at("/api/v1/subnets"),
+		table: func(w io.Writer, l wire.SubnetList) error { return printSubnets(w, l.Subnets) }}
+	subnetShow = reader[wire.SubnetDetail]{name: "subnet show", usage: "rollcall subnet show CIDR [-json]", nargs: 1,
+		path: func(a []string) (string, error) { return subnetPath(a[0]) },
+		table: func(w io.Writer, s wire.SubnetDetail) error {
+			err := printRows(w, [][2]string{
+				{"CIDR", s.CIDR.String()}, {"Name", dash(s.Name)}, {"Fabric", s.Fabric}, {"VID", strconv.Itoa(s.VID)},
+				{"Purpose", s.Purpose}, {"Gateway", addrOrDash(s.Gateway)}, {"DNS", addrs(s.DNS)}, {"Domain", dash(s.Domain)},
+				{"Used", strconv.Itoa(s.Used)}, {"Created", stamp(s.Created)},
+			})
+			if err != nil || len(s.Ranges) == 0 {
+				return err
+			}
+			fmt.Fprintln(w, "\nRanges:")
+			return printRanges(w, s.Ranges)
+		}}
+	rangeList = reader[wire.RangeList]{name: "range list", usage: "rollcall range list [-subnet CIDR] [-json]", path: at("/api/v1/ranges"),
+		filter: "subnet", filterHelp: "only this subnet's ranges",
+		table: func(w io.Writer, l wire.RangeList) error { return printRanges(w, l.Ranges) }}
+	ipList = reader[wire.AddressList]{name: "ip list", usage: "rollcall ip list [-subnet CIDR] [-json]", path: at("/api/v1/ips"),
+		filter: "subnet", filterHelp: "only addresses in this subnet",
+		table: func(w io.Writer, l wire.AddressList) error {
+			tw := newTable(w)
+			fmt.Fprintln(tw, "IP\tSUBNET\tHOW\tMACHINE\tINTERFACE\tNAME\tCREATED")
+			for _, a := range l.Addresses {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.IP, a.Subnet, a.How, dash(a.Machine), dash(a.Interface), dash(a.Name), stamp(a.Created))
+			}
+			return tw.Flush()
+		}}
+)
+
 // ---- fabric
 
 func fabricAdd(args []string, stdout io.Writer) error {
-	fs := newNetFlags("fabric add", "rollcall fabric add NAME [-kind ethernet|infiniband]")
+	fs := newFlags("fabric add", "rollcall fabric add NAME [-kind ethernet|infiniband]")
 	kind := fs.String("kind", store.FabricEthernet, "ethernet or infiniband")
 	c, err := fs.client(args, 1)
 	if err != nil {
@@ -172,41 +170,8 @@ func fabricAdd(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func fabricList(args []string, stdout io.Writer) error {
-	fs := newNetFlags("fabric list", "rollcall fabric list [-json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 0)
-	if err != nil {
-		return err
-	}
-	return show(c, "/api/v1/fabrics", *asJSON, stdout, func(w io.Writer, l wire.FabricList) {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tKIND\tCREATED")
-		for _, f := range l.Fabrics {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Name, f.Kind, stamp(f.Created))
-		}
-		tw.Flush()
-	})
-}
-
-func fabricShow(args []string, stdout io.Writer) error {
-	fs := newNetFlags("fabric show", "rollcall fabric show NAME [-json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 1)
-	if err != nil {
-		return err
-	}
-	return show(c, "/api/v1/fabrics/"+url.PathEscape(fs.Arg(0)), *asJSON, stdout, func(w io.Writer, f wire.FabricDetail) {
-		printRows(w, [][2]string{{"Name", f.Name}, {"Kind", f.Kind}, {"Created", stamp(f.Created)}})
-		if len(f.VLANs) > 0 {
-			fmt.Fprintln(w, "\nVLANs:")
-			printVLANs(w, f.VLANs)
-		}
-	})
-}
-
 func fabricRm(args []string, stdout io.Writer) error {
-	fs := newNetFlags("fabric rm", "rollcall fabric rm NAME")
+	fs := newFlags("fabric rm", "rollcall fabric rm NAME")
 	c, err := fs.client(args, 1)
 	if err != nil {
 		return err
@@ -221,7 +186,7 @@ func fabricRm(args []string, stdout io.Writer) error {
 // ---- vlan
 
 func vlanAdd(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME [-iface IF]]… [-mtu N] [-boot-loader ipxe|pxelinux]")
+	fs := newFlags("vlan add", "rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME [-iface IF]]… [-mtu N] [-boot-loader ipxe|pxelinux]")
 	vf := vlanFlagSet(fs)
 	c, err := fs.client(args, 2)
 	if err != nil {
@@ -252,7 +217,7 @@ type vlanFlags struct {
 	loader        *string
 }
 
-func vlanFlagSet(fs netFlags) vlanFlags {
+func vlanFlagSet(fs verbFlags) vlanFlags {
 	var nodes, ifaces listFlag
 	vf := vlanFlags{
 		dhcp:   fs.Bool("dhcp", false, "serve DHCP and PXE on this VLAN"),
@@ -271,7 +236,7 @@ func vlanFlagSet(fs netFlags) vlanFlags {
 // vlanSet changes what its flags name and keeps the rest of the VLAN:
 // -node replaces the serving nodes, -no-dhcp stops serving DHCP.
 func vlanSet(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan set", "rollcall vlan set FABRIC VID [-dhcp|-proxy-dhcp|-no-dhcp] [-node NAME [-iface IF]]… [-mtu N] [-boot-loader ipxe|pxelinux]")
+	fs := newFlags("vlan set", "rollcall vlan set FABRIC VID [-dhcp|-proxy-dhcp|-no-dhcp] [-node NAME [-iface IF]]… [-mtu N] [-boot-loader ipxe|pxelinux]")
 	vf := vlanFlagSet(fs)
 	off := fs.Bool("no-dhcp", false, "stop serving DHCP on this VLAN")
 	c, err := fs.client(args, 2)
@@ -346,13 +311,13 @@ func dhcpFlags(dhcp, proxy bool, nodes, ifaces []string) (string, []wire.VLANSer
 	return mode, servers, nil
 }
 
-func printVLANs(w io.Writer, vs []wire.VLAN) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+func printVLANs(w io.Writer, vs []wire.VLAN) error {
+	tw := newTable(w)
 	fmt.Fprintln(tw, "FABRIC\tVID\tMTU\tDHCP\tSERVED BY")
 	for _, v := range vs {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", v.Fabric, v.VID, mtuOf(v.MTU), v.DHCP, servers(v.Servers))
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 func mtuOf(m int) string {
@@ -378,42 +343,8 @@ func vlanPath(fabric, vid string) string {
 	return "/api/v1/vlans/" + url.PathEscape(fabric) + "/" + url.PathEscape(vid)
 }
 
-func vlanList(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan list", "rollcall vlan list [-json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 0)
-	if err != nil {
-		return err
-	}
-	return show(c, "/api/v1/vlans", *asJSON, stdout, func(w io.Writer, l wire.VLANList) { printVLANs(w, l.VLANs) })
-}
-
-func vlanShow(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan show", "rollcall vlan show FABRIC VID [-json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 2)
-	if err != nil {
-		return err
-	}
-	return show(c, vlanPath(fs.Arg(0), fs.Arg(1)), *asJSON, stdout, func(w io.Writer, v wire.VLANDetail) {
-		printRows(w, [][2]string{
-			{"Fabric", v.Fabric}, {"VID", strconv.Itoa(v.VID)}, {"MTU", mtuOf(v.MTU)}, {"DHCP", v.DHCP},
-			{"Boot loader", loaderOf(v.BootLoader)},
-			{"Served by", servers(v.Servers)}, {"Created", stamp(v.Created)},
-		})
-		if len(v.Subnets) > 0 {
-			fmt.Fprintln(w, "\nSubnets:")
-			views := make([]wire.SubnetView, len(v.Subnets))
-			for i, s := range v.Subnets {
-				views[i] = wire.SubnetView{Subnet: s, Used: -1}
-			}
-			printSubnets(w, views)
-		}
-	})
-}
-
 func vlanRm(args []string, stdout io.Writer) error {
-	fs := newNetFlags("vlan rm", "rollcall vlan rm FABRIC VID")
+	fs := newFlags("vlan rm", "rollcall vlan rm FABRIC VID")
 	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
@@ -428,7 +359,7 @@ func vlanRm(args []string, stdout io.Writer) error {
 // ---- subnet
 
 func subnetAdd(args []string, stdout io.Writer) error {
-	fs := newNetFlags("subnet add", "rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] [-name N]")
+	fs := newFlags("subnet add", "rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] [-name N]")
 	fabric := fs.String("fabric", "", "fabric the subnet is on")
 	vid := fs.String("vid", "", "VID of its VLAN (0: untagged)")
 	purpose := fs.String("purpose", "", "one of "+strings.Join(store.Purposes, ", "))
@@ -466,8 +397,8 @@ func subnetAdd(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func printSubnets(w io.Writer, ss []wire.SubnetView) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+func printSubnets(w io.Writer, ss []wire.SubnetView) error {
+	tw := newTable(w)
 	fmt.Fprintln(tw, "CIDR\tNAME\tFABRIC\tVID\tPURPOSE\tGATEWAY\tDNS\tDOMAIN\tUSED")
 	for _, s := range ss {
 		used := strconv.Itoa(s.Used)
@@ -477,45 +408,11 @@ func printSubnets(w io.Writer, ss []wire.SubnetView) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.CIDR, dash(s.Name), s.Fabric, s.VID, s.Purpose,
 			addrOrDash(s.Gateway), addrs(s.DNS), dash(s.Domain), used)
 	}
-	tw.Flush()
-}
-
-func subnetList(args []string, stdout io.Writer) error {
-	fs := newNetFlags("subnet list", "rollcall subnet list [-json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 0)
-	if err != nil {
-		return err
-	}
-	return show(c, "/api/v1/subnets", *asJSON, stdout, func(w io.Writer, l wire.SubnetList) { printSubnets(w, l.Subnets) })
-}
-
-func subnetShow(args []string, stdout io.Writer) error {
-	fs := newNetFlags("subnet show", "rollcall subnet show CIDR [-json]")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 1)
-	if err != nil {
-		return err
-	}
-	path, err := subnetPath(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	return show(c, path, *asJSON, stdout, func(w io.Writer, s wire.SubnetDetail) {
-		printRows(w, [][2]string{
-			{"CIDR", s.CIDR.String()}, {"Name", dash(s.Name)}, {"Fabric", s.Fabric}, {"VID", strconv.Itoa(s.VID)},
-			{"Purpose", s.Purpose}, {"Gateway", addrOrDash(s.Gateway)}, {"DNS", addrs(s.DNS)}, {"Domain", dash(s.Domain)},
-			{"Used", strconv.Itoa(s.Used)}, {"Created", stamp(s.Created)},
-		})
-		if len(s.Ranges) > 0 {
-			fmt.Fprintln(w, "\nRanges:")
-			printRanges(w, s.Ranges)
-		}
-	})
+	return tw.Flush()
 }
 
 func subnetRm(args []string, stdout io.Writer) error {
-	fs := newNetFlags("subnet rm", "rollcall subnet rm CIDR [-force]")
+	fs := newFlags("subnet rm", "rollcall subnet rm CIDR [-force]")
 	force := fs.Bool("force", false, "also release the addresses still used in it")
 	c, err := fs.client(args, 1)
 	if err != nil {
@@ -538,7 +435,7 @@ func subnetRm(args []string, stdout io.Writer) error {
 // ---- range
 
 func rangeAdd(args []string, stdout io.Writer) error {
-	fs := newNetFlags("range add", "rollcall range add CIDR dynamic|reserved|static FIRST LAST [-comment TEXT]")
+	fs := newFlags("range add", "rollcall range add CIDR dynamic|reserved|static FIRST LAST [-comment TEXT]")
 	comment := fs.String("comment", "", "what the range is for")
 	c, err := fs.client(args, 4)
 	if err != nil {
@@ -564,32 +461,17 @@ func rangeSize(r wire.Range) string {
 	return n.Add(n, big.NewInt(1)).String()
 }
 
-func printRanges(w io.Writer, rs []wire.Range) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+func printRanges(w io.Writer, rs []wire.Range) error {
+	tw := newTable(w)
 	fmt.Fprintln(tw, "SUBNET\tKIND\tFIRST\tLAST\tSIZE\tCOMMENT")
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Subnet, r.Kind, r.First, r.Last, rangeSize(r), dash(r.Comment))
 	}
-	tw.Flush()
-}
-
-func rangeList(args []string, stdout io.Writer) error {
-	fs := newNetFlags("range list", "rollcall range list [-subnet CIDR] [-json]")
-	subnet := fs.String("subnet", "", "only this subnet's ranges")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 0)
-	if err != nil {
-		return err
-	}
-	path := "/api/v1/ranges"
-	if *subnet != "" {
-		path += "?subnet=" + url.QueryEscape(*subnet)
-	}
-	return show(c, path, *asJSON, stdout, func(w io.Writer, l wire.RangeList) { printRanges(w, l.Ranges) })
+	return tw.Flush()
 }
 
 func rangeRm(args []string, stdout io.Writer) error {
-	fs := newNetFlags("range rm", "rollcall range rm FIRST")
+	fs := newFlags("range rm", "rollcall range rm FIRST")
 	c, err := fs.client(args, 1)
 	if err != nil {
 		return err
@@ -604,30 +486,8 @@ func rangeRm(args []string, stdout io.Writer) error {
 
 // ---- ip
 
-func ipList(args []string, stdout io.Writer) error {
-	fs := newNetFlags("ip list", "rollcall ip list [-subnet CIDR] [-json]")
-	subnet := fs.String("subnet", "", "only addresses in this subnet")
-	asJSON := fs.Bool("json", false, "print JSON")
-	c, err := fs.client(args, 0)
-	if err != nil {
-		return err
-	}
-	path := "/api/v1/ips"
-	if *subnet != "" {
-		path += "?subnet=" + url.QueryEscape(*subnet)
-	}
-	return show(c, path, *asJSON, stdout, func(w io.Writer, l wire.AddressList) {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "IP\tSUBNET\tHOW\tMACHINE\tINTERFACE\tNAME\tCREATED")
-		for _, a := range l.Addresses {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.IP, a.Subnet, a.How, dash(a.Machine), dash(a.Interface), dash(a.Name), stamp(a.Created))
-		}
-		tw.Flush()
-	})
-}
-
 func ipReserve(args []string, stdout io.Writer) error {
-	fs := newNetFlags("ip reserve", "rollcall ip reserve ADDR -name N")
+	fs := newFlags("ip reserve", "rollcall ip reserve ADDR -name N")
 	name := fs.String("name", "", "what holds the address (switch-1, pdu-a)")
 	c, err := fs.client(args, 1)
 	if err != nil {
@@ -642,7 +502,7 @@ func ipReserve(args []string, stdout io.Writer) error {
 }
 
 func ipRelease(args []string, stdout io.Writer) error {
-	fs := newNetFlags("ip release", "rollcall ip release ADDR")
+	fs := newFlags("ip release", "rollcall ip release ADDR")
 	c, err := fs.client(args, 1)
 	if err != nil {
 		return err

@@ -1,0 +1,154 @@
+// Package cli is the rollcall command line: Main and its table of verbs,
+// one file per noun (machine, cluster, network, image, power, export,
+// boot-token, serve, console). Every client verb finds the API the same way
+// and parses its flags with one helper (parseFlags, flags before or after
+// the arguments), then prints the answer with one helper (fetch: the API's
+// JSON with -json, else a table). It starts a node only through package
+// appliance's exported API, and is no part of the node.
+//
+// The verbs, their flags, what they print and their exit codes are what
+// operators' scripts rely on: change none of them by accident.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rollcall/rollcall/appliance/console"
+)
+
+const usage = `rollcall: bare-metal commissioning appliance
+
+Node:
+  rollcall serve [-data DIR] [-name NAME] [-http ADDR] [-https ADDR] [-tftp ADDR] [-raft ADDR]
+                 [-raft-advertise ADDR] [-join CODE] [-config FILE]
+  rollcall keygen                      print a fresh random token
+
+Cluster:
+  rollcall cluster join-code [-ttl 60m]  print a one-time code for a new node
+  rollcall cluster status [-json]        members, voters, leader, applied index, last contact
+  rollcall cluster remove NAME           remove a node from the cluster
+  rollcall cluster check                 every node hashes its store at one index and compares
+  rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
+
+Machines:
+  rollcall list [-state S] [-q TEXT] [-json] [-watch]
+  rollcall show ID|NAME [-json]
+  rollcall events ID|NAME [-json]
+  rollcall recommission ID|NAME [-now]
+  rollcall power ID status|on|off|soft|cycle|reset
+  rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]
+  rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]
+  rollcall bmc drivers
+  rollcall add [-name NAME] [-mac MAC]
+  rollcall boot-token MAC [-ttl 6h] [-json]   the agent token a boot script hands that MAC
+  rollcall delete ID|NAME
+
+Network (fabric → VLAN → subnet → ranges, addresses):
+  rollcall fabric add NAME [-kind ethernet|infiniband] | list | show NAME | rm NAME
+  rollcall vlan add FABRIC VID [-dhcp|-proxy-dhcp] [-node NAME -iface IF] [-mtu N] | list | show FABRIC VID | rm FABRIC VID
+  rollcall subnet add CIDR -fabric F -vid V -purpose P [-gateway G] [-dns D,D] [-domain D] | list | show CIDR | rm CIDR [-force]
+  rollcall range add CIDR dynamic|reserved|static FIRST LAST | list [-subnet CIDR] | rm FIRST
+  rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR
+  (every list and show takes -json)
+
+Boot images:
+  rollcall image import NAME -kernel F -initrd F [-squashfs F]   upload to one node; the others fetch and verify
+  rollcall image list [-json] | rm NAME
+
+Export:
+  rollcall export postgres -dsn URL [-schema rollcall] [-data DIR]   copy the store into PostgreSQL
+  rollcall export status                                             the continuous mirror's position and lag
+
+Console:
+  rollcall [tui] [-data DIR]             full-screen console (a bare rollcall in a terminal)
+  rollcall tui -dump 140x40 [-page P] [-plain]   render one screen to stdout
+  rollcall setup [-data DIR]             first-boot setup on the appliance's screen, then the console
+
+Client commands reach the API at $ROLLCALL_URL with $ROLLCALL_TOKEN; on a node
+they read both from the data directory ($ROLLCALL_DATA or ./var, or -data DIR).
+An https:// URL is checked against the cluster CA: $ROLLCALL_CA (a PEM file), or
+the data directory's tls/ca.pem on a node.
+`
+
+// streams are what a verb reads and writes.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// verb is one command of the table.
+type verb struct {
+	run func(args []string, s streams) error
+	// screen: the verb draws its own screen or only logs, so its stdout is
+	// the terminal's; every other verb prints data through printableWriter.
+	screen bool
+}
+
+// verbs are the command line's verbs, by the word that names them.
+var verbs = map[string]verb{
+	// serve.go
+	"serve":  {run: cmdServe, screen: true},
+	"keygen": {run: cmdKeygen},
+	// console.go
+	"tui":   {run: cmdTUI, screen: true},
+	"setup": {run: cmdSetup, screen: true},
+	// cluster.go
+	"cluster": {run: cmdCluster},
+	// machine.go
+	"list":         {run: cmdList},
+	"show":         {run: cmdShow},
+	"add":          {run: cmdAdd},
+	"delete":       {run: cmdDelete},
+	"events":       {run: cmdEvents},
+	"recommission": {run: cmdRecommission},
+	// power.go
+	"power":   {run: cmdPower},
+	"bootdev": {run: cmdBootdev},
+	"bmc":     {run: cmdBMC},
+	// image.go, export.go, boottoken.go
+	"image":      {run: cmdImage},
+	"export":     {run: cmdExport},
+	"boot-token": {run: cmdBootToken},
+	// network.go
+	"fabric": {run: network("fabric")},
+	"vlan":   {run: network("vlan")},
+	"subnet": {run: network("subnet")},
+	"range":  {run: network("range")},
+	"ip":     {run: network("ip")},
+}
+
+// Main runs the rollcall command line and returns the exit status: 0 when
+// the verb did what it was asked, 1 when it failed (the error on stderr), 2
+// for an unknown verb or -h.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if in, ok := stdin.(*os.File); ok && len(args) == 0 {
+		if out, ok := stdout.(*os.File); ok && console.Interactive(in, out) {
+			args = []string{"tui"} // a bare rollcall in a terminal opens the console
+		}
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, rest := args[0], args[1:]
+	v, ok := verbs[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "rollcall: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if !v.screen {
+		stdout = &printableWriter{w: stdout}
+	}
+	if err := v.run(rest, streams{stdin, stdout, stderr}); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		fmt.Fprintf(stderr, "rollcall %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
