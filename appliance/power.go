@@ -26,7 +26,6 @@ const (
 	aadBMCAgent   = "bmc-password/"
 )
 
-
 // machineRef resolves :id for a handler.
 func (n *Node) machineRef(c *gin.Context) (store.Machine, bool) {
 	var m store.Machine
