@@ -20,6 +20,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollcall/rollcall/appliance/boottoken"
 	"github.com/rollcall/rollcall/appliance/connlimit"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
@@ -223,12 +224,13 @@ func (n *Node) requireAgent(bootOnly bool) gin.HandlerFunc {
 			n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "agent token required (X-Rollcall-Token)"})
 			return
 		}
-		if strings.HasPrefix(tok, bootTokenPrefix) {
-			mac, err := n.parseBootToken(tok, time.Now())
+		if strings.HasPrefix(tok, boottoken.Prefix) {
+			mac, err := boottoken.Parse(n.key, tok, time.Now())
 			if err != nil {
 				msg := "wrong boot token"
-				if !errors.Is(err, errBootToken) {
-					msg = err.Error() // expiry: written for the operator in parseBootToken
+				var exp *boottoken.ExpiredError
+				if errors.As(err, &exp) {
+					msg = fmt.Sprintf("boot token expired at %s: boot the machine again", exp.At.UTC().Format(time.RFC3339))
 				}
 				n.fail(c, &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg})
 				return

@@ -19,6 +19,8 @@ import (
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
 )
 
 // ---- a real node and a client for it, shared by the tests of this package
@@ -74,7 +76,7 @@ func startTestNodeWith(t testing.TB, o testNodeOptions) (n *Node, adminToken, ag
 // testBootToken is the token a boot script hands mac.
 func testBootToken(t testing.TB, n *Node, mac string) string {
 	t.Helper()
-	tok, _, err := n.mintBootToken(mac, time.Now(), bootTokenTTL)
+	tok, _, err := boottoken.Mint(n.key, mac, time.Now(), boottoken.TTL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
 )
 
 // TestAuthzMatrix sends every route of the table with each kind of
@@ -15,7 +17,7 @@ func TestAuthzMatrix(t *testing.T) {
 	const wrong = "not-the-token-0123456789abcdef"
 	boot := testBootToken(t, n, "52:54:00:00:a0:01")
 	forged := boot[:len(boot)-2] + "AA" // a boot token with a wrong MAC
-	expired, _, err := n.mintBootToken("52:54:00:00:a0:01", time.Now().Add(-2*bootTokenTTL), bootTokenTTL)
+	expired, _, err := boottoken.Mint(n.key, "52:54:00:00:a0:01", time.Now().Add(-2*boottoken.TTL), boottoken.TTL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
 )
 
 // Regression tests for the outside probe's findings on the agent's side of
@@ -194,7 +196,7 @@ func TestBootTokenScope(t *testing.T) {
 		t.Fatalf("a ready machine's token enlisted: %s", r)
 	}
 	// A token for one MAC has nothing in common with another's.
-	if a, b := scriptToken(t, n, "52:54:00:66:00:01"), scriptToken(t, n, "52:54:00:66:00:02"); a == b || !strings.HasPrefix(a, bootTokenPrefix) {
+	if a, b := scriptToken(t, n, "52:54:00:66:00:01"), scriptToken(t, n, "52:54:00:66:00:02"); a == b || !strings.HasPrefix(a, boottoken.Prefix) {
 		t.Fatalf("tokens %q and %q", a, b)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/boottoken"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
@@ -442,7 +443,7 @@ func (n *Node) newBootFiles() (*bootfiles.Server, error) {
 		IPXEDir: n.conf.IPXEDir, PXELinuxDir: n.conf.PXELinuxDir, SyslinuxDir: n.conf.SyslinuxDir,
 		HTTPAddr: n.HTTPAddr, HTTPSAddr: n.HTTPSAddr, CAFingerprint: fingerprint,
 		BootToken: func(mac string) (string, error) {
-			tok, _, err := n.mintBootToken(mac, time.Now(), bootTokenTTL)
+			tok, _, err := boottoken.Mint(n.key, mac, time.Now(), boottoken.TTL)
 			return tok, err
 		},
 		Diverged: func() error {

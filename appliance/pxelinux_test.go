@@ -19,6 +19,8 @@ import (
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
 )
 
 // A node serves lpxelinux.0 and its modules from pxelinux_dir and
@@ -135,10 +137,10 @@ func TestNodeServesPXELinux(t *testing.T) {
 	shared := readToken(t, data, fileAgent)
 	got, _ := fetch("pxelinux.cfg/01-52-54-00-00-99-99")
 	m := tokenArg.FindStringSubmatch(got)
-	if m == nil || !strings.HasPrefix(m[1], bootTokenPrefix) {
+	if m == nil || !strings.HasPrefix(m[1], boottoken.Prefix) {
 		t.Fatalf("the MAC file has no boot token:\n%s", got)
 	}
-	if mac, err := n.parseBootToken(m[1], time.Now()); err != nil || mac != "52:54:00:00:99:99" {
+	if mac, err := boottoken.Parse(n.key, m[1], time.Now()); err != nil || mac != "52:54:00:00:99:99" {
 		t.Errorf("the boot token is for %q (%v)", mac, err)
 	}
 	for _, name := range []string{"pxelinux.cfg/default", "pxelinux.cfg/01-52-54-00-00-99-99"} {

@@ -107,14 +107,16 @@ var rules = map[string]rule{
 
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/connlimit", "appliance/console", "appliance/pki", "appliance/wire",
+		imports: []string{"appliance/apiclient", "appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/console", "appliance/pki", "appliance/wire",
 			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
 		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only", imports: []string{"appliance"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi":      {why: "the REST API: handlers over the store; the store's refusals carry their public text", imports: []string{"store"}},
 	"appliance/connlimit":    {why: "connection limits for the node's HTTP servers: a leaf"},
-	"appliance/pki":          {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
+	"appliance/boottoken": {why: "boot tokens, minted by the node for boot scripts and checked by the API: a leaf that declares the one method of the master key it uses",
+		tests: []string{"appliance/pki"}},
+	"appliance/pki": {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
 	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
 		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
 		imports: []string{"raftfsm", "store", "tftp"}},
