@@ -1,4 +1,4 @@
-package appliance
+package appliance_test
 
 import (
 	"bytes"
@@ -6,79 +6,37 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
-
+	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
 )
 
-// lockedBuffer collects a node's log for leak checks.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startExportNode starts a one-node cluster and serves the export routes
-// (which routes.go does not list yet) beside the node's API, admin-only.
-// It sets ROLLCALL_URL and ROLLCALL_TOKEN for the CLI.
-func startExportNode(t *testing.T) (*Node, *lockedBuffer) {
+// startExportNode starts a one-node cluster and sets ROLLCALL_URL and
+// ROLLCALL_TOKEN for the CLI; the node's log goes to the buffer, for leak
+// checks.
+func startExportNode(t *testing.T) (*nodetest.Node, *nodetest.LogBuffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
-	dir := t.TempDir()
-	n, err := Start(t.Context(), Options{
-		DataDir: dir, Name: "exp1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *cluster.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.POST("/api/v1/export/postgres", n.requireAdmin, n.postExport)
-	r.GET("/api/v1/export/status", n.requireAdmin, n.getExportStatus)
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	tok, err := os.ReadFile(filepath.Join(dir, fileAdmin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("ROLLCALL_URL", srv.URL)
-	t.Setenv("ROLLCALL_TOKEN", strings.TrimSpace(string(tok)))
+	logs := &nodetest.LogBuffer{}
+	n := nodetest.StartWith(t, nodetest.Options{Name: "exp1", Log: logs})
+	t.Setenv("ROLLCALL_URL", "http://"+n.HTTPAddr())
+	t.Setenv("ROLLCALL_TOKEN", n.Admin)
 	t.Setenv("PGPASSWORD", "")
 	return n, logs
 }
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
-	code = Main(args, &o, &e)
+	code = appliance.Main(args, &o, &e)
 	return code, o.String(), e.String()
 }
 
@@ -105,7 +63,7 @@ func TestExportCLIAgainstPostgres(t *testing.T) {
 	n, logs := startExportNode(t)
 	ctx := t.Context()
 	for i, name := range []string{"alpha", "beta"} {
-		if _, err := n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-00000000000%d", i+1), Name: name, Now: time.Now().UTC()}); err != nil {
+		if _, err := n.Cluster().Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-00000000000%d", i+1), Name: name, Now: time.Now().UTC()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,14 +115,14 @@ func TestExportStatusFollowsLeadership(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var leader atomic.Bool
 	leader.Store(true)
-	r, err := pgexport.NewRunner(pgexport.RunnerConfig{Settings: pgexport.Settings{DSN: pg.URL(), Schema: "mirror"}, Node: n.opts.Name, Store: n.db,
+	r, err := pgexport.NewRunner(pgexport.RunnerConfig{Settings: pgexport.Settings{DSN: pg.URL(), Schema: "mirror"}, Node: n.Name(), Store: n.Store(),
 		IsLeader: leader.Load, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.export.Store(r)
+	n.SetExport(r)
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx, n.log) }()
+	go func() { defer close(done); r.Run(ctx, slog.New(slog.NewTextHandler(logs, nil))) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	waitUntil := func(what string, cond func() bool) {
@@ -177,7 +135,7 @@ func TestExportStatusFollowsLeadership(t *testing.T) {
 	}
 	create := func(i int) {
 		t.Helper()
-		if _, err := n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-0000000000%02d", i), Now: time.Now().UTC()}); err != nil {
+		if _, err := n.Cluster().Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-0000000000%02d", i), Now: time.Now().UTC()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/appliance/boottoken"
+	"github.com/rollcall/rollcall/appliance/httpapi"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
@@ -100,7 +101,6 @@ type Node struct {
 
 	power        *power.Registry
 	export       atomic.Pointer[pgexport.Runner] // nil without postgres_export
-	machines     listCache
 	tftp         atomic.Pointer[tftp.Server]
 	sup          *supervisor
 	dhcpMetrics  *dhcp.Metrics
@@ -112,8 +112,7 @@ type Node struct {
 	blobs        *bootfiles.Blobs
 	boot         *bootfiles.Server // boot scripts and files, image sync
 	bootCounters *bootfiles.Metrics
-	hintLimiter  *windowLimiter
-	waiters      atomic.Int64 // blocking queries in progress
+	apiServer    *httpapi.Server
 
 	https     *http.Server
 	httpsLn   net.Listener
@@ -161,8 +160,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), blobs: bootfiles.OpenBlobs(opts.DataDir),
-		power:       builtin.NewRegistry(),
-		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
+		power: builtin.NewRegistry()}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -228,7 +226,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	// Before the API serves: its power handlers queue jobs.
-	if n.jobs, err = jobs.New(jobs.Config{Node: opts.Name, Store: n.db, Cluster: n.cluster, Drivers: n.power, OpenPassword: n.openBMCPassword}); err != nil {
+	if n.jobs, err = jobs.New(jobs.Config{Node: opts.Name, Store: n.db, Cluster: n.cluster, Drivers: n.power, OpenPassword: func(b store.BMC) (string, error) { return httpapi.OpenBMCPassword(n.key, b) }}); err != nil {
 		return nil, err
 	}
 	n.sup = newSupervisor(n.background(), n.log)
@@ -604,6 +602,9 @@ func (n *Node) HTTPAddr() string {
 	}
 	return n.opts.HTTPAddr
 }
+
+// API is the node's REST API (its route table, for tests and documents).
+func (n *Node) API() *httpapi.Server { return n.apiServer }
 
 // Cluster is the node's Raft cluster.
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }

@@ -1,0 +1,224 @@
+package httpapi
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/rollcall/rollcall/store"
+)
+
+// The machine list is the API's hottest read: the web UI, the console and
+// `rollcall list -watch` ask for all of it on every change. Decoding 10,000
+// records and encoding them again cost ~150 ms; this cache keeps each row's
+// JSON ready and brings itself up to date from the store's change log, so a
+// list is a filter plus a copy.
+
+type listRow struct {
+	id, name, serial, state string
+	macs, ips               []string
+	json                    []byte // the MachineView as the API sends it
+}
+
+type listCache struct {
+	mu    sync.Mutex
+	index uint64 // the machines table index the rows reflect
+	rows  map[string]*listRow
+	order []*listRow // by ID
+	full  *sharedAnswer
+}
+
+func newRow(m store.Machine) (*listRow, error) {
+	b, err := json.Marshal(wireMachine(m))
+	if err != nil {
+		return nil, err
+	}
+	return &listRow{
+		id: m.ID, name: strings.ToLower(m.Name), serial: strings.ToLower(m.Serial), state: m.State,
+		macs: m.MACs, ips: m.IPs, json: b,
+	}, nil
+}
+
+// snapshot returns the rows as of the store's current machines index,
+// refreshing changed rows from the change log (or everything, when the log
+// no longer reaches back far enough).
+func (lc *listCache) snapshot(db *store.DB) ([]*listRow, uint64, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	err := db.View(func(tx *store.Tx) error {
+		cur := tx.TableIndex(store.TableMachines)
+		if lc.rows != nil && cur == lc.index {
+			return nil
+		}
+		if lc.rows != nil {
+			changes, err := tx.Changes(lc.index, 0)
+			if err == nil {
+				return lc.apply(tx, changes, cur)
+			}
+			if !errors.Is(err, store.ErrChangesTruncated) {
+				return err
+			}
+		}
+		return lc.rebuild(tx, cur)
+	})
+	return lc.order, lc.index, err
+}
+
+func (lc *listCache) rebuild(tx *store.Tx, cur uint64) error {
+	ms, err := tx.Machines(store.MachineFilter{})
+	if err != nil {
+		return err
+	}
+	rows := make(map[string]*listRow, len(ms))
+	order := make([]*listRow, 0, len(ms))
+	for _, m := range ms {
+		r, err := newRow(m)
+		if err != nil {
+			return err
+		}
+		rows[m.ID] = r
+		order = append(order, r)
+	}
+	lc.rows, lc.order, lc.index = rows, order, cur
+	return nil
+}
+
+func (lc *listCache) apply(tx *store.Tx, changes []store.Change, cur uint64) error {
+	touched := map[string]bool{}
+	for _, ch := range changes {
+		if ch.Table == "machines" {
+			touched[ch.Key] = true
+		}
+	}
+	if len(touched) == 0 {
+		lc.index = cur
+		return nil
+	}
+	// Copy on write: a slice handed to an earlier request stays as it was.
+	rows := make(map[string]*listRow, len(lc.rows)+len(touched))
+	for k, v := range lc.rows {
+		rows[k] = v
+	}
+	for id := range touched {
+		m, err := tx.Machine(id)
+		if errors.Is(err, store.ErrNotFound) {
+			delete(rows, id)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r, err := newRow(m)
+		if err != nil {
+			return err
+		}
+		rows[id] = r
+	}
+	order := make([]*listRow, 0, len(rows))
+	for _, r := range rows {
+		order = append(order, r)
+	}
+	slices.SortFunc(order, func(a, b *listRow) int { return strings.Compare(a.id, b.id) })
+	lc.rows, lc.order, lc.index = rows, order, cur
+	return nil
+}
+
+// matches is the q= filter: a substring of the ID, name, serial or an IP,
+// or a MAC in any common notation (q is lowercase).
+func (r *listRow) matches(q string) bool {
+	if strings.Contains(r.id, q) || strings.Contains(r.name, q) || strings.Contains(r.serial, q) {
+		return true
+	}
+	for _, ip := range r.ips {
+		if strings.Contains(ip, q) {
+			return true
+		}
+	}
+	qm := strings.NewReplacer("-", ":", ".", "").Replace(q)
+	bare := strings.ReplaceAll(qm, ":", "")
+	for _, mac := range r.macs {
+		if strings.Contains(mac, qm) || strings.Contains(strings.ReplaceAll(mac, ":", ""), bare) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharedAnswer is an encoded answer shared by every request for it until
+// the data changes: a thousand waiters woken by one write cost one encoding,
+// not a thousand copies of a 7 MB list.
+type sharedAnswer struct {
+	index   uint64
+	body    []byte
+	gzOnce  sync.Once
+	gzipped []byte
+}
+
+// gz is the body gzipped, computed once on first demand.
+func (a *sharedAnswer) gz() []byte {
+	a.gzOnce.Do(func() {
+		var b bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		w.Write(a.body)
+		w.Close()
+		a.gzipped = b.Bytes()
+	})
+	return a.gzipped
+}
+
+// fullList is the unfiltered machine list as of the store's current index.
+func (lc *listCache) fullList(db *store.DB) (*sharedAnswer, error) {
+	rows, index, err := lc.snapshot(db)
+	if err != nil {
+		return nil, err
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if a := lc.full; a != nil && a.index == index {
+		return a, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(64 + len(rows)*1100)
+	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
+	for i, r := range rows {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(r.json)
+	}
+	buf.WriteString("]}")
+	a := &sharedAnswer{index: index, body: buf.Bytes()}
+	if index >= lc.index {
+		lc.full = a
+	}
+	return a, nil
+}
+
+// writeShared sends a shared answer, gzipped when the client accepts it.
+func writeShared(c *gin.Context, a *sharedAnswer) {
+	c.Header("Vary", "Accept-Encoding")
+	if acceptsGzip(c.GetHeader("Accept-Encoding")) {
+		c.Header("Content-Encoding", "gzip")
+		c.Data(http.StatusOK, "application/json; charset=utf-8", a.gz())
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", a.body)
+}
+
+func acceptsGzip(h string) bool {
+	for _, part := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/rollcall/rollcall/appliance/wire"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
+	"github.com/rollcall/rollcall/store"
+)
+
+// The cached list always equals a list decoded from the store, through
+// creates, updates, deletes and events, read after every few writes: the
+// commands applied by the real state machine (fsmtest), as on a node.
+func TestListCacheFollowsTheStore(t *testing.T) {
+	log := fsmtest.Open(t)
+	var lc listCache
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	for step := 0; step < 300; step++ {
+		now := time.Now().UTC()
+		var cmd raftfsm.Command
+		switch op := rng.IntN(10); {
+		case op < 5 || len(ids) == 0:
+			id := fmt.Sprintf("m-%012x", step+1)
+			ids = append(ids, id)
+			cmd = &raftfsm.MachineCreate{ID: id, Name: fmt.Sprintf("n%d", step), Now: now}
+		case op < 7:
+			id := ids[rng.IntN(len(ids))]
+			cmd = &raftfsm.Commission{NewID: "m-ffffffffffff", Identity: raftfsm.Identity{Key: "serial:S" + id, Serial: "S" + id, MACs: []string{fmt.Sprintf("02:00:00:00:%02x:%02x", step>>8, step&0xff)}}, Inventory: json.RawMessage(`{}`), Now: now}
+			_ = id
+		case op < 8:
+			i := rng.IntN(len(ids))
+			cmd = &raftfsm.MachineDelete{ID: ids[i]}
+			ids = append(ids[:i], ids[i+1:]...)
+		default:
+			cmd = &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: ids[rng.IntN(len(ids))], Time: now, Kind: "note", Message: "x"}}
+		}
+		log.Apply(cmd) // business errors (a commission of a ready machine) are part of the mix
+		if step%7 != 0 {
+			continue
+		}
+		rows, idx, err := lc.snapshot(log.DB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []wire.MachineView
+		var wantIdx uint64
+		log.DB.View(func(tx *store.Tx) error {
+			wantIdx = tx.TableIndex(store.TableMachines)
+			ms, _ := tx.Machines(store.MachineFilter{})
+			for _, m := range ms {
+				want = append(want, wireMachine(m))
+			}
+			return nil
+		})
+		var got []wire.MachineView
+		for _, r := range rows {
+			var v wire.MachineView
+			if err := json.Unmarshal(r.json, &v); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v)
+		}
+		if idx != wantIdx {
+			t.Fatalf("step %d: cache at index %d, store at %d", step, idx, wantIdx)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("step %d: cached list differs (-store +cache):\n%s", step, diff)
+		}
+	}
+}

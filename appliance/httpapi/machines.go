@@ -1,0 +1,274 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/rollcall/rollcall/appliance/wire"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
+)
+
+// newMachineID picks a fresh machine ID (the proposer picks IDs, never the
+// state machine).
+func newMachineID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "m-" + hex.EncodeToString(b[:])
+}
+
+func (s *Server) createMachine(c *gin.Context) error {
+	var req wire.CreateMachineRequest
+	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
+		return err
+	}
+	if req.Name != "" {
+		if err := store.ValidName(req.Name); err != nil {
+			return err
+		}
+	}
+	raw := req.MACs
+	if req.MAC != "" {
+		raw = append([]string{req.MAC}, raw...)
+	}
+	var macs []string
+	for _, m := range raw {
+		norm, err := store.NormalizeMAC(m)
+		if err != nil {
+			return err
+		}
+		macs = append(macs, norm)
+	}
+	if req.Name == "" && len(macs) == 0 {
+		return BadRequest("a machine needs a name or a mac")
+	}
+	id := newMachineID()
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineCreate{ID: id, Name: req.Name, MACs: dedupe(macs), Now: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	s.respondMachine(c, http.StatusCreated, id, idx)
+	return nil
+}
+
+func (s *Server) respondMachine(c *gin.Context, status int, ref string, idx uint64) error {
+	var m store.Machine
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		m, err = tx.MachineByRef(ref)
+		return err
+	}); err != nil {
+		return err
+	}
+	setIndex(c, max(idx, m.Index))
+	c.JSON(status, wireMachine(m))
+	return nil
+}
+
+// maxListLimit bounds one page of ?limit=.
+const maxListLimit = 10000
+
+func (s *Server) listMachines(c *gin.Context) error {
+	if err := s.minIndex(c); err != nil {
+		return err
+	}
+	if err := s.blockingQuery(c, store.TableMachines); err != nil {
+		return err
+	}
+	state := c.Query("state")
+	if state != "" {
+		if _, ok := store.Transitions[state]; !ok {
+			return BadRequest("unknown state %q (known: %s)", clip(state), strings.Join(knownStates(), ", "))
+		}
+	}
+	limit := 0
+	if v := c.Query("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > maxListLimit {
+			return BadRequest("limit must be an integer from 1 to %d", maxListLimit)
+		}
+		limit = l
+	}
+	after := c.Query("after")
+	q := strings.ToLower(strings.TrimSpace(c.Query("q")))
+	if state == "" && q == "" && limit == 0 && after == "" {
+		// The whole list, the one every watcher asks for: encoded (and
+		// gzipped) once per change and shared by every request.
+		full, err := s.machines.fullList(s.cfg.DB)
+		if err != nil {
+			return err
+		}
+		setIndex(c, full.index)
+		writeShared(c, full)
+		return nil
+	}
+	rows, index, err := s.machines.snapshot(s.cfg.DB)
+	if err != nil {
+		return err
+	}
+	// The rows' JSON is ready: write the wire.MachineList shape around it.
+	var buf bytes.Buffer
+	buf.Grow(64 + min(len(rows), max(limit, 64))*1100)
+	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
+	count, next := 0, ""
+	start, _ := slices.BinarySearchFunc(rows, after, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
+	for _, r := range rows[start:] {
+		if after != "" && r.id <= after || state != "" && r.state != state || q != "" && !r.matches(q) {
+			continue
+		}
+		if limit > 0 && count == limit {
+			break
+		}
+		if count > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(r.json)
+		count++
+		next = r.id
+	}
+	buf.WriteString("]")
+	if limit > 0 && count == limit && next != "" && hasMore(rows, next, state, q) {
+		fmt.Fprintf(&buf, `,"next":%q`, next)
+	}
+	buf.WriteString("}")
+	setIndex(c, index)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
+	return nil
+}
+
+// hasMore says whether a row after id passes the filters.
+func hasMore(rows []*listRow, id, state, q string) bool {
+	i, _ := slices.BinarySearchFunc(rows, id, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
+	for _, r := range rows[i:] {
+		if r.id > id && (state == "" || r.state == state) && (q == "" || r.matches(q)) {
+			return true
+		}
+	}
+	return false
+}
+
+func knownStates() []string { return store.States }
+
+func (s *Server) getMachine(c *gin.Context) error {
+	if err := s.minIndex(c); err != nil {
+		return err
+	}
+	var d wire.MachineDetail
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		m, err := tx.MachineByRef(c.Param("id"))
+		if err != nil {
+			return err
+		}
+		d.MachineView = wireMachine(m)
+		if inv, err := tx.Inventory(m.ID); err == nil {
+			d.Inventory = inv
+		}
+		events, err := tx.Events(m.ID)
+		d.Events = nonNil(convert(events, wireEvent))
+		return err
+	}); err != nil {
+		return err
+	}
+	setIndex(c, d.Index)
+	c.JSON(http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) getEvents(c *gin.Context) error {
+	if err := s.minIndex(c); err != nil {
+		return err
+	}
+	var events []store.Event
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		m, err := tx.MachineByRef(c.Param("id"))
+		if err != nil {
+			return err
+		}
+		events, err = tx.Events(m.ID)
+		return err
+	}); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, wire.EventList{Events: nonNil(convert(events, wireEvent))})
+	return nil
+}
+
+func (s *Server) postRecommission(c *gin.Context) error {
+	now := c.Query("now")
+	if now != "" && now != "0" && now != "1" && now != "true" && now != "false" {
+		return BadRequest("now must be 1 or 0")
+	}
+	var m store.Machine
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		m, err = tx.MachineByRef(c.Param("id"))
+		return err
+	}); err != nil {
+		return err
+	}
+	if now == "1" || now == "true" {
+		return s.recommissionNow(c, m)
+	}
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.Recommission{ID: m.ID, Now: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	s.respondMachine(c, http.StatusOK, m.ID, idx)
+	return nil
+}
+
+func (s *Server) deleteMachine(c *gin.Context) error {
+	var m store.Machine
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		m, err = tx.MachineByRef(c.Param("id"))
+		return err
+	}); err != nil {
+		return err
+	}
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineDelete{ID: m.ID})
+	if err != nil {
+		return err
+	}
+	setIndex(c, idx)
+	c.JSON(http.StatusOK, wire.Deleted{Deleted: m.ID})
+	return nil
+}
+
+// getRecentEvents is GET /api/v1/events?limit=N: the fleet's newest events
+// (default 100, at most 1000), newest first; ?index=&wait= waits for a change.
+func (s *Server) getRecentEvents(c *gin.Context) error {
+	limit := 100
+	if v := c.Query("limit"); v != "" {
+		l, err := strconv.Atoi(v)
+		if err != nil || l < 1 || l > 1000 {
+			return BadRequest("limit must be a number from 1 to 1000")
+		}
+		limit = l
+	}
+	if err := s.blockingQuery(c, store.TableMachines); err != nil {
+		return err
+	}
+	var events []store.Event
+	var idx uint64
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		idx = tx.TableIndex(store.TableMachines)
+		var err error
+		events, err = tx.RecentEvents(limit)
+		return err
+	}); err != nil {
+		return err
+	}
+	setIndex(c, idx)
+	c.JSON(http.StatusOK, wire.RecentEvents{Index: idx, Events: nonNil(convert(events, wireEvent))})
+	return nil
+}
