@@ -1,6 +1,7 @@
 // Package appliance composes a Rollcall node: the store, the Raft cluster,
-// the cluster PKI, the REST API (gin), the CLI and the console. It is the
-// only package that knows how the services fit together.
+// the cluster PKI, the services and the REST API (appliance/httpapi, built
+// from the node's parts), and for now the CLI. It is the only package that
+// knows how the services fit together.
 package appliance
 
 import (

@@ -63,8 +63,7 @@ func (s *Server) postImage(c *gin.Context) error {
 	}
 	s.cfg.Boot.WakeSync()
 	setIndex(c, idx)
-	s.respondImage(c, http.StatusCreated, req.Name)
-	return nil
+	return s.respondImage(c, http.StatusCreated, req.Name)
 }
 
 func (s *Server) respondImage(c *gin.Context, status int, name string) error {

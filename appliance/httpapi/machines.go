@@ -56,8 +56,7 @@ func (s *Server) createMachine(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	s.respondMachine(c, http.StatusCreated, id, idx)
-	return nil
+	return s.respondMachine(c, http.StatusCreated, id, idx)
 }
 
 func (s *Server) respondMachine(c *gin.Context, status int, ref string, idx uint64) error {
@@ -207,12 +206,8 @@ func (s *Server) postRecommission(c *gin.Context) error {
 	if now != "" && now != "0" && now != "1" && now != "true" && now != "false" {
 		return BadRequest("now must be 1 or 0")
 	}
-	var m store.Machine
-	if err := s.cfg.DB.View(func(tx *store.Tx) error {
-		var err error
-		m, err = tx.MachineByRef(c.Param("id"))
-		return err
-	}); err != nil {
+	m, err := s.machineRef(c)
+	if err != nil {
 		return err
 	}
 	if now == "1" || now == "true" {
@@ -222,17 +217,12 @@ func (s *Server) postRecommission(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	s.respondMachine(c, http.StatusOK, m.ID, idx)
-	return nil
+	return s.respondMachine(c, http.StatusOK, m.ID, idx)
 }
 
 func (s *Server) deleteMachine(c *gin.Context) error {
-	var m store.Machine
-	if err := s.cfg.DB.View(func(tx *store.Tx) error {
-		var err error
-		m, err = tx.MachineByRef(c.Param("id"))
-		return err
-	}); err != nil {
+	m, err := s.machineRef(c)
+	if err != nil {
 		return err
 	}
 	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineDelete{ID: m.ID})
