@@ -46,8 +46,8 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseJoinCode -fuzztime 30s ./appliance/pki/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./raftfsm/
-	$(GO) test -run '^$$' -fuzz FuzzCreateMachineBody -fuzztime 30s ./appliance/
-	$(GO) test -run '^$$' -fuzz FuzzCommissionBody -fuzztime 30s ./appliance/
+	$(GO) test -run '^$$' -fuzz FuzzCreateMachineBody -fuzztime 30s ./appliance/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzCommissionBody -fuzztime 30s ./appliance/httpapi/
 	$(GO) test -run '^$$' -fuzz FuzzRequest -fuzztime 30s ./tftp/
 	$(GO) test -run '^$$' -fuzz FuzzHandle -fuzztime 30s ./dhcp/
 	$(GO) test -run '^$$' -fuzz FuzzAppendPacket -fuzztime 30s ./dhcp/wire/

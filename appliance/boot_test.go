@@ -1,4 +1,4 @@
-package appliance
+package appliance_test
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,149 +17,46 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
 )
 
-// clusterNode is one node of an in-process test cluster.
-type clusterNode struct {
-	*Node
-	data string
-}
-
-// startCluster starts n nodes on loopback: the first bootstraps, the others
-// join with codes. It returns the nodes and the admin token.
-func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
-	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var nodes []*clusterNode
-	ctx := context.Background()
-	var token string
-	for i := 0; i < n; i++ {
-		data := t.TempDir()
-		o := Options{DataDir: data, Name: fmt.Sprintf("node%d", i+1), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Logger: log}
-		if i > 0 {
-			var jc wire.JoinCodeView
-			if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/join-codes", `{"ttl":"10m"}`, &jc); code != http.StatusCreated {
-				t.Fatalf("join code: %d", code)
-			}
-			o.Join = jc.Code
-		}
-		node, err := Start(ctx, o)
-		if err != nil {
-			t.Fatalf("start node %d: %v", i+1, err)
-		}
-		t.Cleanup(func() { node.Close() })
-		nodes = append(nodes, &clusterNode{Node: node, data: data})
-		// Let the cluster settle (the new member caught up) before the next.
-		waitFor(t, "the new member to catch up", func() bool {
-			id, _ := node.cluster.Leader()
-			return id != "" && node.cluster.FSM().AppliedIndex() >= nodes[0].cluster.FSM().AppliedIndex()
-		})
-		if i == 0 {
-			b, _ := os.ReadFile(filepath.Join(data, fileAdmin))
-			token = strings.TrimSpace(string(b))
-		}
-	}
-	return nodes, token
-}
-
-// call makes an API call and decodes a JSON answer into out. Like any
-// client, it retries (for a while) a write refused with "no leader; retry",
-// which is always safe: nothing was applied.
-func call(t *testing.T, n *Node, token, method, path, body string, out any) int {
-	t.Helper()
-	var resp *http.Response
-	var b []byte
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		req, _ := http.NewRequest(method, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		var err error
-		resp, err = http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), `"no_leader"`) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if out != nil {
-		if raw, ok := out.(*[]byte); ok {
-			*raw = b
-		} else if resp.StatusCode/100 == 2 {
-			if err := json.Unmarshal(b, out); err != nil {
-				t.Fatalf("%s %s: %v: %s", method, path, err, b)
-			}
-		}
-	}
-	return resp.StatusCode
-}
-
-func upload(t *testing.T, n *Node, token, name, file string, data []byte) wire.ImageFile {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPut, "http://"+n.HTTPAddr()+"/api/v1/images/"+name+"/files/"+file, bytes.NewReader(data))
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var f wire.ImageFile
-	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("upload %s: %d %v", file, resp.StatusCode, err)
-	}
-	return f
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // Three nodes: an image imported on one is fetched, verified and served by
 // the others; a corrupted copy is refused and fetched again; every node
 // renders boot scripts from the replicated state.
 func TestImagesSyncAndBootScripts(t *testing.T) {
-	nodes, token := startCluster(t, 3)
+	nodes := nodetest.StartCluster(t, 3, nodetest.Options{})
+	token := nodes[0].Admin
 	kernel := bytes.Repeat([]byte("kernel-bytes-"), 100000)
 	initrd := bytes.Repeat([]byte("initrd-bytes-"), 50000)
 
 	// Before any image, a machine is told to wait, not given a broken script.
 	var script []byte
-	call(t, nodes[1].Node, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:00:09", "", &script)
+	nodes[1].Call(t, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:00:09", "", &script)
 	if !strings.Contains(string(script), "sleep 30") || !strings.Contains(string(script), "rollcall image import") {
 		t.Fatalf("no-image script:\n%s", script)
 	}
 
-	kf := upload(t, nodes[0].Node, token, "commissioning", "kernel", kernel)
-	inf := upload(t, nodes[0].Node, token, "commissioning", "initrd", initrd)
+	kf := nodes[0].Upload(t, token, "commissioning", "kernel", kernel)
+	inf := nodes[0].Upload(t, token, "commissioning", "initrd", initrd)
 	body, _ := json.Marshal(wire.ImageRequest{Name: "commissioning", Files: []wire.ImageFile{kf, inf}})
 	var answer []byte
-	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
+	if code := nodes[0].Call(t, token, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
 		t.Fatalf("post image: %d %s", code, answer)
 	}
-	holders := func(n *Node) []string {
+	holders := func(n *nodetest.Node) []string {
 		var im store.Image
-		n.db.View(func(tx *store.Tx) error { im, _ = tx.Image("commissioning"); return nil })
+		n.Store().View(func(tx *store.Tx) error { im, _ = tx.Image("commissioning"); return nil })
 		return im.Nodes
 	}
-	waitFor(t, "all three nodes to hold the image", func() bool { return len(holders(nodes[0].Node)) == 3 })
+	nodetest.WaitFor(t, "all three nodes to hold the image", func() bool { return len(holders(nodes[0])) == 3 })
 	for _, n := range nodes {
 		var got []byte
-		if code := call(t, n.Node, "", http.MethodGet, "/images/commissioning/kernel", "", &got); code != 200 || !bytes.Equal(got, kernel) {
+		if code := n.Call(t, "", http.MethodGet, "/images/commissioning/kernel", "", &got); code != 200 || !bytes.Equal(got, kernel) {
 			t.Fatalf("%s serves a different kernel (%d, %d bytes)", n.Name(), code, len(got))
 		}
 	}
@@ -197,29 +93,29 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 	// rotten one of the same size; node2's is good.
 	sum := sha256.Sum256(kernel)
 	blob := hex.EncodeToString(sum[:])
-	os.WriteFile(nodes[0].blobs.Path(blob), bytes.Repeat([]byte("x"), len(kernel)), 0o644)
-	os.Remove(nodes[2].blobs.Path(blob))
-	before := testutil.ToFloat64(nodes[2].bootCounters.ImageRefused)
-	waitFor(t, "node3 to fetch the kernel again", func() bool {
-		nodes[2].boot.WakeSync()
-		b, err := os.ReadFile(nodes[2].blobs.Path(blob))
+	os.WriteFile(nodes[0].Blobs().Path(blob), bytes.Repeat([]byte("x"), len(kernel)), 0o644)
+	os.Remove(nodes[2].Blobs().Path(blob))
+	before := testutil.ToFloat64(nodes[2].BootMetrics().ImageRefused)
+	nodetest.WaitFor(t, "node3 to fetch the kernel again", func() bool {
+		nodes[2].BootFiles().WakeSync()
+		b, err := os.ReadFile(nodes[2].Blobs().Path(blob))
 		return err == nil && bytes.Equal(b, kernel)
 	})
-	if testutil.ToFloat64(nodes[2].bootCounters.ImageRefused) <= before {
+	if testutil.ToFloat64(nodes[2].BootMetrics().ImageRefused) <= before {
 		t.Fatal("the rotten copy was not refused (no failed fetch counted)")
 	}
 
 	// Boot scripts on every node follow the machine's state.
 	machine := "m-00000000abcd"
-	if _, err := nodes[0].cluster.Apply(context.Background(), &raftfsm.MachineCreate{ID: machine, MACs: []string{"52:54:00:00:00:0a"}, Now: time.Now().UTC()}); err != nil {
+	if _, err := nodes[0].Cluster().Apply(context.Background(), &raftfsm.MachineCreate{ID: machine, MACs: []string{"52:54:00:00:00:0a"}, Now: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	expect := func(state, action string) {
 		t.Helper()
 		for _, n := range nodes {
-			n.cluster.FSM().WaitApplied(context.Background(), nodes[0].cluster.FSM().AppliedIndex())
+			n.Cluster().FSM().WaitApplied(context.Background(), nodes[0].Cluster().FSM().AppliedIndex())
 			var s []byte
-			call(t, n.Node, "", http.MethodGet, "/boot/ipxe?mac=52-54-00-00-00-0A", "", &s)
+			n.Call(t, "", http.MethodGet, "/boot/ipxe?mac=52-54-00-00-00-0A", "", &s)
 			got := string(s)
 			ok := map[string]bool{
 				"commission": strings.Contains(got, "rollcall.token=") && strings.Contains(got, "/images/commissioning/kernel") && !strings.Contains(got, "rollcall.poweroff"),
@@ -235,11 +131,11 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 		}
 	}
 	expect(store.StateNew, "commission")
-	if _, err := nodes[0].cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: "52:54:00:00:00:0a", MACs: []string{"52:54:00:00:00:0a"}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()}); err != nil {
+	if _, err := nodes[0].Cluster().Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: "52:54:00:00:00:0a", MACs: []string{"52:54:00:00:00:0a"}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	expect(store.StateReady, "poweroff")
-	nodes[0].cluster.Apply(context.Background(), &raftfsm.Recommission{ID: machine, Now: time.Now().UTC()})
+	nodes[0].Cluster().Apply(context.Background(), &raftfsm.Recommission{ID: machine, Now: time.Now().UTC()})
 	expect(store.StateNew, "commission")
 
 	// Bad input: a MAC that is not a MAC, unknown images and files.
@@ -251,7 +147,7 @@ func TestImagesSyncAndBootScripts(t *testing.T) {
 		"/images/commissioning/..%2f..%2fstate.db": 404,
 		"/images/%2e%2e/admin.token":               404,
 	} {
-		if code := call(t, nodes[1].Node, "", http.MethodGet, path, "", nil); code != want {
+		if code := nodes[1].Call(t, "", http.MethodGet, path, "", nil); code != want {
 			t.Errorf("GET %s: %d, want %d", path, code, want)
 		}
 	}
@@ -279,11 +175,11 @@ func TestBootLoaderFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("no"), 0o644)
-	conf, _ := json.Marshal(FileConfig{IPXEDir: dir})
-	n, _, _ := startTestNodeWith(t, testNodeOptions{config: string(conf)})
+	conf, _ := json.Marshal(appliance.FileConfig{IPXEDir: dir})
+	n := nodetest.StartWith(t, nodetest.Options{Config: string(conf)})
 
 	var got []byte
-	if code := call(t, n, "", http.MethodGet, "/boot/ipxe.efi", "", &got); code != http.StatusOK || !bytes.Equal(got, efi) {
+	if code := n.Call(t, "", http.MethodGet, "/boot/ipxe.efi", "", &got); code != http.StatusOK || !bytes.Equal(got, efi) {
 		t.Fatalf("GET /boot/ipxe.efi: %d, %d bytes", code, len(got))
 	}
 	resp, err := http.Head("http://" + n.HTTPAddr() + "/boot/ipxe.efi")
@@ -295,7 +191,7 @@ func TestBootLoaderFiles(t *testing.T) {
 		t.Fatalf("HEAD /boot/ipxe.efi: %d, length %d", resp.StatusCode, resp.ContentLength)
 	}
 	for _, p := range []string{"/boot/snponly.efi", "/boot/undionly.kpxe", "/boot/secret.txt", "/boot/..%2fsecret.txt", "/boot/%2e%2e%2f%2e%2e%2fetc%2fpasswd"} {
-		if code := call(t, n, "", http.MethodGet, p, "", nil); code != http.StatusNotFound {
+		if code := n.Call(t, "", http.MethodGet, p, "", nil); code != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", p, code)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 
@@ -123,14 +122,4 @@ func (c *FileConfig) check() error {
 		}
 	}
 	return nil
-}
-
-// isLoopback reports whether a request's remote address is on this host.
-func isLoopback(remote string) bool {
-	host, _, err := net.SplitHostPort(remote)
-	if err != nil {
-		host = remote
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -1,4 +1,4 @@
-package appliance
+package appliance_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
@@ -51,10 +53,8 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 	run(t, "ip", "-n", ns, "link", "set", cliIf, "up")
 	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
 
-	old := dhcpAddrCheck
-	dhcpAddrCheck = 200 * time.Millisecond
-	t.Cleanup(func() { dhcpAddrCheck = old })
-	n, _, _ := startTestNode(t)
+	appliance.SetDHCPAddrCheck(t, 200*time.Millisecond)
+	n := nodetest.Start(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	p := netip.MustParsePrefix("10.213.91.0/24")
@@ -65,11 +65,11 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 		// No -iface: the node finds the interface with an address in the subnet.
 		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "lab", VID: 0, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: n.Name()}}, Created: now}},
 	} {
-		if _, err := n.cluster.Apply(ctx, c); err != nil {
+		if _, err := n.Cluster().Apply(ctx, c); err != nil {
 			t.Fatalf("%T: %v", c, err)
 		}
 	}
-	nets, problems := n.dhcpNetworks(net.Interfaces)
+	nets, problems := n.DHCPNetworks(net.Interfaces)
 	if len(nets) != 1 || nets[0].Iface != srvIf || len(problems) != 0 {
 		t.Fatalf("networks %+v, problems %v", nets, problems)
 	}
@@ -100,9 +100,9 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "the lease in the store", func() bool {
+	nodetest.WaitFor(t, "the lease in the store", func() bool {
 		var leases []store.Lease
-		n.db.View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
+		n.Store().View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
 		return len(leases) == 1 && p.Contains(leases[0].IP) && leases[0].Node == n.Name()
 	})
 

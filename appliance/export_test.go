@@ -1,39 +1,48 @@
-package appliance
+package appliance_test
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store/pgexport"
 	"github.com/rollcall/rollcall/store/pgexport/pgtest"
 )
 
+// startExportNode starts a one-node cluster; the node's log goes to the
+// buffer, for leak checks.
+func startExportNode(t *testing.T) (*nodetest.Node, *nodetest.LogBuffer) {
+	t.Helper()
+	logs := &nodetest.LogBuffer{}
+	n := nodetest.StartWith(t, nodetest.Options{Name: "exp1", Log: logs})
+	return n, logs
+}
+
 // GET /api/v1/export/status says what the node's mirror does: "mirror"
 // with its own status while it runs here, "standby" with the position the
 // leader's mirror keeps in PostgreSQL (connected, lagging) when it does not.
-// How the runner follows leadership is pgexport's test; what `rollcall
-// export status` prints of it, appliance/cli's.
+// How the runner follows leadership is pgexport's test.
 func TestExportStatusFollowsLeadership(t *testing.T) {
 	pg := pgtest.Start(t)
-	logs := &syncBuffer{}
-	n, admin, _ := startTestNodeWith(t, testNodeOptions{log: logs})
+	n, logs := startExportNode(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	var leader atomic.Bool
 	leader.Store(true)
-	r, err := pgexport.NewRunner(pgexport.RunnerConfig{Settings: pgexport.Settings{DSN: pg.URL(), Schema: "mirror"}, Node: n.opts.Name, Store: n.db,
+	r, err := pgexport.NewRunner(pgexport.RunnerConfig{Settings: pgexport.Settings{DSN: pg.URL(), Schema: "mirror"}, Node: n.Name(), Store: n.Store(),
 		IsLeader: leader.Load, Poll: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.export.Store(r)
+	n.SetExport(r)
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx, n.log) }()
+	go func() { defer close(done); r.Run(ctx, slog.New(slog.NewTextHandler(logs, nil))) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	waitUntil := func(what string, cond func() bool) {
@@ -46,18 +55,18 @@ func TestExportStatusFollowsLeadership(t *testing.T) {
 	}
 	create := func(i int) {
 		t.Helper()
-		if _, err := n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-0000000000%02d", i), Now: time.Now().UTC()}); err != nil {
+		if _, err := n.Cluster().Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-0000000000%02d", i), Now: time.Now().UTC()}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	status := func() wire.ExportStatusView {
 		t.Helper()
-		r := do(t, n, "GET", "/api/v1/export/status", nil, bearer(admin)...)
-		if r.status != http.StatusOK {
+		r := n.Do(t, "GET", "/api/v1/export/status", nil, nodetest.Bearer(n.Admin)...)
+		if r.Status != http.StatusOK {
 			t.Fatalf("export status: %s", r)
 		}
 		var v wire.ExportStatusView
-		r.decode(t, &v)
+		r.Decode(t, &v)
 		return v
 	}
 

@@ -1,4 +1,4 @@
-package appliance
+package appliance_test
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rollcall/rollcall/appliance/nodetest"
 )
 
 // TestHostileClients is the probe's finding 3 on a real node: keep-alive
@@ -20,7 +22,9 @@ func TestHostileClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 1,300 connections")
 	}
-	n, _, agent := startTestNode(t)
+	n := nodetest.Start(t)
+
+	agent := n.Agent
 	addr := n.HTTPAddr()
 	_, port, _ := net.SplitHostPort(addr)
 	stop := make(chan struct{})
@@ -115,10 +119,10 @@ func TestHostileClients(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 
-	if open := gauge(t, n.reg, "rollcall_http_conns_open", map[string]string{"listener": "api"}); open > 1024 {
+	if open := gauge(t, n.Registry(), "rollcall_http_conns_open", map[string]string{"listener": "api"}); open > 1024 {
 		t.Errorf("the node holds %v connections, more than its cap of 1024", open)
 	}
-	if evicted := gauge(t, n.reg, "rollcall_http_conns_evicted_total", map[string]string{"listener": "api"}); evicted == 0 {
+	if evicted := gauge(t, n.Registry(), "rollcall_http_conns_evicted_total", map[string]string{"listener": "api"}); evicted == 0 {
 		t.Errorf("no idle connection was closed to make room for 1,200")
 	}
 	if asked.Load() < 20 || failed.Load() > 0 {

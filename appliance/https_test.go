@@ -1,32 +1,32 @@
-package appliance
+package appliance_test
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
 
 // The HTTPS API: a certificate from the cluster CA for the node's names and
 // addresses, checked by a client that trusts only that CA; /ca.pem over
-// plain HTTP; reissue when names change or a month before expiry. (The CLI
-// over https with ROLLCALL_CA is appliance/cli's test.)
+// plain HTTP; reissue when names change or a month before expiry; and the
+// CLI over https with ROLLCALL_CA.
 func TestHTTPS(t *testing.T) {
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"tls_names":["rollcall.example.test"],"admin_http":"loopback"}`), 0o600)
-	n, err := Start(context.Background(), Options{DataDir: data, Name: "h1", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	waitFor(t, "the https certificate", func() bool { return n.httpsCert.Load() != nil })
+	n := nodetest.StartWith(t, nodetest.Options{Name: "h1", RaftTune: func(*cluster.Config) {}, Node: func(o *appliance.Options) {
+		o.DataDir, o.HTTPSAddr = data, "127.0.0.1:0"
+	}})
+	nodetest.WaitFor(t, "the https certificate", func() bool { return n.HTTPSCert() != nil })
 
 	resp, err := http.Get("http://" + n.HTTPAddr() + "/ca.pem")
 	if err != nil {
@@ -56,19 +56,20 @@ func TestHTTPS(t *testing.T) {
 
 	// Renewal: nothing while fresh; a new one when names change or within a
 	// month of expiry.
-	first := n.httpsCert.Load()
-	if err := n.renewHTTPSCert(time.Now()); err != nil || n.httpsCert.Load() != first {
+	first := n.HTTPSCert()
+	if err := n.RenewHTTPSCert(time.Now()); err != nil || n.HTTPSCert() != first {
 		t.Fatalf("renewed a fresh certificate: %v", err)
 	}
-	if err := n.renewHTTPSCert(first.leaf.NotAfter.Add(-29 * 24 * time.Hour)); err != nil || n.httpsCert.Load() == first {
+	if err := n.RenewHTTPSCert(first.NotAfter.Add(-29 * 24 * time.Hour)); err != nil || n.HTTPSCert() == first {
 		t.Fatalf("not renewed a month before expiry: %v", err)
 	}
-	second := n.httpsCert.Load()
-	n.conf.TLSNames = append(n.conf.TLSNames, "other.example.test")
-	if err := n.renewHTTPSCert(time.Now()); err != nil || n.httpsCert.Load() == second {
+	second := n.HTTPSCert()
+	n.FileConfig().TLSNames = append(n.FileConfig().TLSNames, "other.example.test")
+	if err := n.RenewHTTPSCert(time.Now()); err != nil || n.HTTPSCert() == second {
 		t.Fatalf("not renewed after a name change: %v", err)
 	}
-	if !strings.Contains(strings.Join(n.httpsCert.Load().leaf.DNSNames, ","), "other.example.test") {
-		t.Fatalf("new name missing: %v", n.httpsCert.Load().leaf.DNSNames)
+	if !strings.Contains(strings.Join(n.HTTPSCert().DNSNames, ","), "other.example.test") {
+		t.Fatalf("new name missing: %v", n.HTTPSCert().DNSNames)
 	}
+
 }

@@ -1,9 +1,10 @@
 // Package appliance composes a Rollcall node: the store, the Raft cluster,
-// the cluster PKI and the REST API (gin). It is the only package that knows
-// how the services fit together. The command line (appliance/cli) and the
-// console (appliance/console) are clients of its API; the command line
-// starts a node through Start and reads what DataDir holds for clients
-// (datadir.go), never the other way round.
+// the cluster PKI, the services and the REST API (appliance/httpapi, built
+// from the node's parts). It is the only package that knows how the
+// services fit together. The command line (appliance/cli) and the console
+// (appliance/console) are clients of its API; the command line starts a node
+// through Start and reads what DataDir holds for clients (datadir.go), never
+// the other way round.
 package appliance
 
 import (
@@ -29,6 +30,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/boottoken"
+	"github.com/rollcall/rollcall/appliance/httpapi"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
@@ -102,7 +105,6 @@ type Node struct {
 
 	power        *power.Registry
 	export       atomic.Pointer[pgexport.Runner] // nil without postgres_export
-	machines     listCache
 	tftp         atomic.Pointer[tftp.Server]
 	sup          *supervisor
 	dhcpMetrics  *dhcp.Metrics
@@ -114,8 +116,7 @@ type Node struct {
 	blobs        *bootfiles.Blobs
 	boot         *bootfiles.Server // boot scripts and files, image sync
 	bootCounters *bootfiles.Metrics
-	hintLimiter  *windowLimiter
-	waiters      atomic.Int64 // blocking queries in progress
+	apiServer    *httpapi.Server
 
 	https     *http.Server
 	httpsLn   net.Listener
@@ -163,8 +164,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{opts: opts, log: opts.Logger.With("node", opts.Name), closing: make(chan struct{}), blobs: bootfiles.OpenBlobs(opts.DataDir),
-		power:       builtin.NewRegistry(),
-		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
+		power: builtin.NewRegistry()}
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -230,7 +230,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	// Before the API serves: its power handlers queue jobs.
-	if n.jobs, err = jobs.New(jobs.Config{Node: opts.Name, Store: n.db, Cluster: n.cluster, Drivers: n.power, OpenPassword: n.openBMCPassword}); err != nil {
+	if n.jobs, err = jobs.New(jobs.Config{Node: opts.Name, Store: n.db, Cluster: n.cluster, Drivers: n.power, OpenPassword: func(b store.BMC) (string, error) { return httpapi.OpenBMCPassword(n.key, b) }}); err != nil {
 		return nil, err
 	}
 	n.sup = newSupervisor(n.background(), n.log)
@@ -445,7 +445,7 @@ func (n *Node) newBootFiles() (*bootfiles.Server, error) {
 		IPXEDir: n.conf.IPXEDir, PXELinuxDir: n.conf.PXELinuxDir, SyslinuxDir: n.conf.SyslinuxDir,
 		HTTPAddr: n.HTTPAddr, HTTPSAddr: n.HTTPSAddr, CAFingerprint: fingerprint,
 		BootToken: func(mac string) (string, error) {
-			tok, _, err := n.mintBootToken(mac, time.Now(), bootTokenTTL)
+			tok, _, err := boottoken.Mint(n.key, mac, time.Now(), boottoken.TTL)
 			return tok, err
 		},
 		Diverged: func() error {
@@ -606,6 +606,9 @@ func (n *Node) HTTPAddr() string {
 	}
 	return n.opts.HTTPAddr
 }
+
+// API is the node's REST API (its route table, for tests and documents).
+func (n *Node) API() *httpapi.Server { return n.apiServer }
 
 // Cluster is the node's Raft cluster.
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }

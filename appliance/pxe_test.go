@@ -1,4 +1,4 @@
-package appliance
+package appliance_test
 
 import (
 	"context"
@@ -22,11 +22,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rollcall/rollcall/appliance"
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/tftp"
 )
@@ -101,18 +102,10 @@ func TestRealPXEBoot(t *testing.T) {
 	// The node: DHCP, TFTP (port 69 on the link address: PXE firmware asks
 	// there) and HTTP, logging at debug level into the timeline.
 	tl := &timeline{}
-	n, err := Start(t.Context(), Options{
-		DataDir: t.TempDir(), Name: "pxe1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: linkIP + ":69",
-		Logger: slog.New(&timelineHandler{tl: tl}),
-		RaftTune: func(c *cluster.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	admin := readToken(t, n.opts.DataDir, fileAdmin)
+	n := nodetest.StartWith(t, nodetest.Options{Name: "pxe1", Node: func(o *appliance.Options) {
+		o.TFTPAddr, o.Logger = linkIP+":69", slog.New(&timelineHandler{tl: tl})
+	}})
+	admin := n.Admin
 	ctx := t.Context()
 	now := time.Now().UTC()
 	for _, c := range []raftfsm.Command{
@@ -121,7 +114,7 @@ func TestRealPXEBoot(t *testing.T) {
 		&raftfsm.RangePut{Range: raftfsm.Range{Subnet: p, Kind: store.RangeDynamic, First: p.Addr().Next().Next(), Last: netip.MustParseAddr(fmt.Sprintf("10.215.%d.199", octet)), Created: now}},
 		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "pxe", VID: 0, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: n.Name(), Iface: srvIf}}, Created: now}},
 	} {
-		if _, err := n.cluster.Apply(ctx, c); err != nil {
+		if _, err := n.Cluster().Apply(ctx, c); err != nil {
 			t.Fatalf("%T: %v", c, err)
 		}
 	}
@@ -138,7 +131,7 @@ func TestRealPXEBoot(t *testing.T) {
 	if err != nil {
 		testenv.Skip(t, "needs ipxe.efi for UEFI HTTP boot: %v", err)
 	}
-	kf, inf := importImage(t, n, admin, "commissioning", efiApp, []byte(strings.Repeat("not an initrd\n", 5000)))
+	kf, inf := n.ImportImage(t, admin, "commissioning", efiApp, []byte(strings.Repeat("not an initrd\n", 5000)))
 
 	// The recording proxy on LINK:PORT.
 	_, port, _ := net.SplitHostPort(n.HTTPAddr())
@@ -159,7 +152,7 @@ func TestRealPXEBoot(t *testing.T) {
 	go psrv.Serve(ln)
 	t.Cleanup(func() { psrv.Close() })
 
-	waitFor(t, "the DHCP service on "+srvIf, func() bool { return tl.find(0, "log", "dhcp serving", nil) >= 0 })
+	nodetest.WaitFor(t, "the DHCP service on "+srvIf, func() bool { return tl.find(0, "log", "dhcp serving", nil) >= 0 })
 
 	served := map[string]float64{} // rollcall_http_requests_total before each boot, by route
 	for _, fw := range []struct {
@@ -194,13 +187,13 @@ func TestRealPXEBoot(t *testing.T) {
 			rand.Read(m[:])
 			mac := fmt.Sprintf("52:54:00:%02x:%02x:%02x", m[0], m[1], m[2])
 			for _, r := range []string{"/boot/ipxe", "/boot/:file", "/images/:name/:file"} {
-				served[r] = requestCount(t, n.reg, r)
+				served[r] = requestCount(t, n.Registry(), r)
 			}
 			start := tl.len()
 			var fwAnswer map[string]string // the PXE firmware's DHCP answer
 			if fw.pxelinux {
 				vlanLoader(t, n, admin, store.BootLoaderPXELinux, srvIf)
-				waitFor(t, "the DHCP service restarted for pxelinux", func() bool { return tl.find(start, "log", "dhcp serving", nil) >= 0 })
+				nodetest.WaitFor(t, "the DHCP service restarted for pxelinux", func() bool { return tl.find(start, "log", "dhcp serving", nil) >= 0 })
 				fwAnswer = firmwareDHCP(t, ns, br, mac)
 				fw.qemu = append(fw.qemu, "-kernel", filepath.Join(tftp.DefaultIPXEDir, "ipxe.lkrn"), "-append", fmt.Sprintf(
 					"ifopen net0 && set net0/ip %s && set net0/netmask %s && set net0/next-server %s && set net0/filename %s && chain tftp://%s/%s",
@@ -217,7 +210,7 @@ func TestRealPXEBoot(t *testing.T) {
 			vctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(vctx, "ip", args...)
-			console := &syncBuffer{}
+			console := &nodetest.LogBuffer{}
 			cmd.Stdout, cmd.Stderr = console, console
 			cmd.WaitDelay = 5 * time.Second
 			began := time.Now()
@@ -320,24 +313,24 @@ func TestRealPXEBoot(t *testing.T) {
 				script = tl.find(start, "log", "tftp transfer complete", map[string]string{"file": asked})
 			}
 			var leases []store.Lease
-			waitFor(t, "the lease in the store", func() bool {
-				n.db.View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
+			nodetest.WaitFor(t, "the lease in the store", func() bool {
+				n.Store().View(func(tx *store.Tx) error { leases, _ = tx.LeasesByMAC(mac); return nil })
 				return len(leases) == 1
 			})
 			if l := leases[0]; !p.Contains(l.IP) || l.Node != n.Name() || l.Granted.After(tl.at(script)) {
 				t.Fatalf("lease %+v (script asked for at %v)", l, tl.at(script))
 			}
 			// The node's own counters agree.
-			if got := requestCount(t, n.reg, "/boot/ipxe") - served["/boot/ipxe"]; got < 1 && !fw.pxelinux {
+			if got := requestCount(t, n.Registry(), "/boot/ipxe") - served["/boot/ipxe"]; got < 1 && !fw.pxelinux {
 				t.Fatalf("rollcall_http_requests_total{route=/boot/ipxe} rose by %v", got)
 			}
-			if got := requestCount(t, n.reg, "/images/:name/:file") - served["/images/:name/:file"]; got < 2 {
+			if got := requestCount(t, n.Registry(), "/images/:name/:file") - served["/images/:name/:file"]; got < 2 {
 				t.Fatalf("rollcall_http_requests_total{route=/images/:name/:file} rose by %v", got)
 			}
-			if got := requestCount(t, n.reg, "/boot/:file") - served["/boot/:file"]; fw.http && got < 1 {
+			if got := requestCount(t, n.Registry(), "/boot/:file") - served["/boot/:file"]; fw.http && got < 1 {
 				t.Fatalf("rollcall_http_requests_total{route=/boot/:file} rose by %v", got)
 			}
-			if (fw.tftp || fw.pxelinux) && gauge(t, n.reg, "rollcall_tftp_transfers_finished_total", map[string]string{"result": "complete"}) < 1 {
+			if (fw.tftp || fw.pxelinux) && gauge(t, n.Registry(), "rollcall_tftp_transfers_finished_total", map[string]string{"result": "complete"}) < 1 {
 				t.Fatal("rollcall_tftp_transfers_finished_total{result=complete} is 0")
 			}
 		})
@@ -346,11 +339,11 @@ func TestRealPXEBoot(t *testing.T) {
 
 // vlanLoader sets the boot loader of the test's VLAN (fabric pxe, VID 0,
 // served on iface) through the API.
-func vlanLoader(t *testing.T, n *Node, admin, loader, iface string) {
+func vlanLoader(t *testing.T, n *nodetest.Node, admin, loader, iface string) {
 	t.Helper()
 	body, _ := json.Marshal(wire.VLANUpdate{DHCP: store.DHCPFull, Servers: []wire.VLANServer{{Node: n.Name(), Iface: iface}}, BootLoader: loader})
 	var answer []byte
-	if code := call(t, n, admin, http.MethodPut, "/api/v1/vlans/pxe/0", string(body), &answer); code != http.StatusOK {
+	if code := n.Call(t, admin, http.MethodPut, "/api/v1/vlans/pxe/0", string(body), &answer); code != http.StatusOK {
 		t.Fatalf("set the VLAN's boot loader to %s: %d %s", loader, code, answer)
 	}
 }

@@ -1,13 +1,12 @@
-package appliance
+package appliance_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +14,11 @@ import (
 	tftpclient "github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/rollcall/rollcall/appliance/wire"
+	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
 )
 
 // A node serves lpxelinux.0 and its modules from pxelinux_dir and
@@ -39,9 +40,9 @@ func TestNodeServesPXELinux(t *testing.T) {
 	for p, b := range files {
 		os.WriteFile(p, b, 0o644)
 	}
-	conf, _ := json.Marshal(FileConfig{PXELinuxDir: pxelinuxDir, SyslinuxDir: syslinuxDir, IPXEDir: t.TempDir()})
-	os.WriteFile(filepath.Join(data, fileConfig), conf, 0o600)
-	var logs syncBuffer
+	conf, _ := json.Marshal(appliance.FileConfig{PXELinuxDir: pxelinuxDir, SyslinuxDir: syslinuxDir, IPXEDir: t.TempDir()})
+	os.WriteFile(filepath.Join(data, "rollcall.json"), conf, 0o600)
+	var logs nodetest.LogBuffer
 	n, admin := startTFTPNode(t, data, &logs)
 
 	c, err := tftpclient.NewClient(n.TFTPAddrs()[0].String())
@@ -70,7 +71,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 	if got, err := fetch(cfgName); err != nil || !strings.Contains(got, "COM32 reboot.c32") || !strings.Contains(got, "rollcall image import") {
 		t.Fatalf("%s without an image: %v\n%s", cfgName, err, got)
 	}
-	importImage(t, n, admin, "commissioning", []byte("kernel"), []byte("initrd"))
+	n.ImportImage(t, admin, "commissioning", []byte("kernel"), []byte("initrd"))
 
 	_, port, _ := strings.Cut(n.HTTPAddr(), ":")
 	kernel := "KERNEL http://127.0.0.1:" + port + "/images/commissioning/kernel\n"
@@ -93,16 +94,16 @@ func TestNodeServesPXELinux(t *testing.T) {
 	}
 	expect(cfgName, "commission") // unknown
 	machine := "m-00000000abcd"
-	if _, err := n.cluster.Apply(context.Background(), &raftfsm.MachineCreate{ID: machine, MACs: []string{mac}, Now: time.Now().UTC()}); err != nil {
+	if _, err := n.Cluster().Apply(context.Background(), &raftfsm.MachineCreate{ID: machine, MACs: []string{mac}, Now: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	expect(cfgName, "commission") // new
-	n.cluster.Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: mac, MACs: []string{mac}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()})
+	n.Cluster().Apply(context.Background(), &raftfsm.Commission{NewID: "m-000000000fff", Identity: raftfsm.Identity{BootMAC: mac, MACs: []string{mac}}, Inventory: json.RawMessage(`{}`), Now: time.Now().UTC()})
 	expect(cfgName, "poweroff")
 	expect("pxelinux.cfg/default", "commission without a token") // 127.0.0.1 holds no lease
 
 	// What pxelinux asks before and after the MAC file, and bad names.
-	refusedBefore := testutil.ToFloat64(n.bootCounters.BootRefused)
+	refusedBefore := testutil.ToFloat64(n.BootMetrics().BootRefused)
 	for _, name := range []string{
 		"pxelinux.cfg/b8945908-d6a6-41a9-611d-74a6ab80b83d", // UUID
 		"pxelinux.cfg/7F000001", "pxelinux.cfg/7F",          // hex IP, shortened
@@ -114,7 +115,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 			t.Errorf("%s was served:\n%s", name, got)
 		}
 	}
-	if got := testutil.ToFloat64(n.bootCounters.BootRefused) - refusedBefore; got != 0 {
+	if got := testutil.ToFloat64(n.BootMetrics().BootRefused) - refusedBefore; got != 0 {
 		t.Errorf("names that are not MAC files counted as refused MACs: %v", got)
 	}
 	for _, name := range []string{"pxelinux.cfg/01-zz-zz-zz-zz-zz-zz", "pxelinux.cfg/01-", "pxelinux.cfg/01-52-54-00-12-34-56-78", "pxelinux.cfg/01-%35%32"} {
@@ -122,22 +123,22 @@ func TestNodeServesPXELinux(t *testing.T) {
 			t.Errorf("%s: %v\n%s", name, err, got)
 		}
 	}
-	if got := testutil.ToFloat64(n.bootCounters.BootRefused) - refusedBefore; got != 4 {
+	if got := testutil.ToFloat64(n.BootMetrics().BootRefused) - refusedBefore; got != 4 {
 		t.Errorf("rollcall_boot_refused_total rose by %v for 4 bad MACs", got)
 	}
-	if got := gauge(t, n.reg, "rollcall_tftp_refused_total", map[string]string{"reason": "not-found"}); got < 12 {
+	if got := gauge(t, n.Registry(), "rollcall_tftp_refused_total", map[string]string{"reason": "not-found"}); got < 12 {
 		t.Errorf("rollcall_tftp_refused_total{reason=not-found} = %v", got)
 	}
 
 	// A MAC's file carries that MAC's boot token, never the shared agent
 	// token; neither is in the log.
-	shared := readToken(t, data, fileAgent)
+	shared := n.Agent
 	got, _ := fetch("pxelinux.cfg/01-52-54-00-00-99-99")
-	m := tokenArg.FindStringSubmatch(got)
-	if m == nil || !strings.HasPrefix(m[1], bootTokenPrefix) {
+	m := regexp.MustCompile(`rollcall\.token=(\S+)`).FindStringSubmatch(got)
+	if m == nil || !strings.HasPrefix(m[1], boottoken.Prefix) {
 		t.Fatalf("the MAC file has no boot token:\n%s", got)
 	}
-	if mac, err := n.parseBootToken(m[1], time.Now()); err != nil || mac != "52:54:00:00:99:99" {
+	if mac, err := boottoken.Parse(n.Key(t), m[1], time.Now()); err != nil || mac != "52:54:00:00:99:99" {
 		t.Errorf("the boot token is for %q (%v)", mac, err)
 	}
 	for _, name := range []string{"pxelinux.cfg/default", "pxelinux.cfg/01-52-54-00-00-99-99"} {
@@ -152,32 +153,13 @@ func TestNodeServesPXELinux(t *testing.T) {
 
 // startTFTPNode starts a node with TFTP on a loopback port and DATA at data,
 // logging at debug level into log, and returns it with its admin token.
-func startTFTPNode(t *testing.T, data string, log *syncBuffer) (*Node, string) {
+func startTFTPNode(t *testing.T, data string, log *nodetest.LogBuffer) (*nodetest.Node, string) {
 	t.Helper()
-	n, err := Start(t.Context(), Options{DataDir: data, Name: "t1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *cluster.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := nodetest.StartWith(t, nodetest.Options{Log: log, Node: func(o *appliance.Options) {
+		o.DataDir, o.TFTPAddr = data, "127.0.0.1:0"
+	}})
 	if len(n.TFTPAddrs()) == 0 {
 		t.Fatal("no TFTP listener")
 	}
-	return n, readToken(t, data, fileAdmin)
-}
-
-// importImage uploads a kernel and an initrd and records them as image name.
-func importImage(t *testing.T, n *Node, admin, name string, kernel, initrd []byte) (wire.ImageFile, wire.ImageFile) {
-	t.Helper()
-	kf := upload(t, n, admin, name, "kernel", kernel)
-	inf := upload(t, n, admin, name, "initrd", initrd)
-	body, _ := json.Marshal(wire.ImageRequest{Name: name, Files: []wire.ImageFile{kf, inf}})
-	var answer []byte
-	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), &answer); code != http.StatusCreated {
-		t.Fatalf("post image: %d %s", code, answer)
-	}
-	return kf, inf
+	return n, n.Admin
 }

@@ -1,15 +1,16 @@
-package appliance
+package appliance_test
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
 	tftpclient "github.com/pin/tftp/v3"
+
+	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
 
 // A node started with -tftp serves the iPXE binaries of its ipxe_dir and
@@ -22,12 +23,9 @@ func TestNodeServesTFTP(t *testing.T) {
 	os.WriteFile(filepath.Join(ipxe, "ipxe.efi"), want, 0o644)
 	os.WriteFile(filepath.Join(ipxe, "secret.txt"), []byte("no"), 0o644)
 	os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"ipxe_dir":"`+ipxe+`"}`), 0o600)
-	n, err := Start(context.Background(), Options{DataDir: data, Name: "t1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TFTPAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := nodetest.StartWith(t, nodetest.Options{RaftTune: func(*cluster.Config) {}, Node: func(o *appliance.Options) {
+		o.DataDir, o.TFTPAddr = data, "127.0.0.1:0"
+	}})
 	addrs := n.TFTPAddrs()
 	if len(addrs) == 0 {
 		t.Fatal("no TFTP listener")

@@ -321,7 +321,7 @@ func (c *Commission) apply(tx *store.Tx) error {
 		return err
 	}
 	if err := store.CheckTransition(m.State, store.StateReady); err != nil {
-		return fmt.Errorf("machine %s: %w", m.ID, err)
+		return store.Errorf(store.ErrTransition, "machine %s: %s", m.ID, store.Public(err))
 	}
 	if len(c.Inventory) == 0 {
 		return store.Errorf(store.ErrInvalid, "commission without an inventory")
@@ -437,7 +437,7 @@ func (c *Recommission) apply(tx *store.Tx) error {
 		return err
 	}
 	if err := store.CheckTransition(m.State, store.StateNew); err != nil {
-		return fmt.Errorf("machine %s: %w", m.ID, err)
+		return store.Errorf(store.ErrTransition, "machine %s: %s", m.ID, store.Public(err))
 	}
 	msg := m.State + " → new: re-commission requested"
 	if c.Reason != "" {

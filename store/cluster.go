@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/hex"
-	"fmt"
 	"time"
 )
 
@@ -88,7 +87,7 @@ func (t *Tx) Nodes() ([]Node, error) {
 func (t *Tx) Node(name string) (Node, error) {
 	var n Node
 	if err := t.getJSON(bucketCluster, prefixNode+name, &n); err != nil {
-		return n, fmt.Errorf("node %q: %w", name, err)
+		return n, lookupError(err, "node %q", name)
 	}
 	return n, nil
 }

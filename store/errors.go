@@ -88,6 +88,16 @@ func Public(err error) string {
 	return ""
 }
 
+// lookupError names the record a failed read was for: a missing record is
+// a not-found refusal whose text names it ("fabric \"x\": not found"), any
+// other failure (a record that does not decode) stays internal, wrapped.
+func lookupError(err error, format string, a ...any) error {
+	if errors.Is(err, ErrNotFound) {
+		return Errorf(ErrNotFound, format, a...)
+	}
+	return fmt.Errorf(format+": %w", append(a, err)...)
+}
+
 // FromCode rebuilds an error that arrived from another node as a code and
 // its Message, so that errors.Is and Public still work on it.
 func FromCode(code, message string) error {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"regexp"
 	"time"
 )
@@ -60,7 +59,7 @@ func ValidImageName(s string) error {
 func (t *Tx) Image(name string) (Image, error) {
 	var im Image
 	if err := t.getJSON(bucketImages, name, &im); err != nil {
-		return im, fmt.Errorf("image %q: %w", name, err)
+		return im, lookupError(err, "image %q", name)
 	}
 	return im, nil
 }

@@ -53,7 +53,7 @@ type Job struct {
 func (t *Tx) Job(id string) (Job, error) {
 	var j Job
 	if err := t.getJSON(bucketJobs, id, &j); err != nil {
-		return j, fmt.Errorf("job %q: %w", id, err)
+		return j, lookupError(err, "job %q", id)
 	}
 	return j, nil
 }

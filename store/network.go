@@ -189,7 +189,7 @@ func (t *Tx) NetRecord(key string, v any) error {
 func (t *Tx) Fabric(name string) (Fabric, error) {
 	var f Fabric
 	if err := t.getJSON(bucketNet, fabricKey(name), &f); err != nil {
-		return f, fmt.Errorf("fabric %q: %w", name, err)
+		return f, lookupError(err, "fabric %q", name)
 	}
 	return f, nil
 }
@@ -207,7 +207,7 @@ func (t *Tx) DeleteFabric(name string) error { return t.netDel(fabricKey(name)) 
 func (t *Tx) VLAN(fabric string, vid int) (VLAN, error) {
 	var v VLAN
 	if err := t.getJSON(bucketNet, vlanKey(fabric, vid), &v); err != nil {
-		return v, fmt.Errorf("vlan %s/%d: %w", fabric, vid, err)
+		return v, lookupError(err, "vlan %s/%d", fabric, vid)
 	}
 	return v, nil
 }
@@ -225,7 +225,7 @@ func (t *Tx) DeleteVLAN(fabric string, vid int) error { return t.netDel(vlanKey(
 func (t *Tx) Subnet(p netip.Prefix) (Subnet, error) {
 	var s Subnet
 	if err := t.getJSON(bucketNet, subnetKey(p), &s); err != nil {
-		return s, fmt.Errorf("subnet %s: %w", p, err)
+		return s, lookupError(err, "subnet %s", p)
 	}
 	return s, nil
 }
@@ -260,7 +260,7 @@ func (t *Tx) PutRange(r Range) error {
 func (t *Tx) DeleteRange(p netip.Prefix, first netip.Addr) error {
 	var r Range
 	if err := t.getJSON(bucketNet, rangeKey(p, first), &r); err != nil {
-		return fmt.Errorf("range %s in %s: %w", first, p, err)
+		return lookupError(err, "range %s in %s", first, p)
 	}
 	return t.netDel(rangeKey(p, first))
 }

@@ -1,12 +1,9 @@
 package webui_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -15,17 +12,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/testenv"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/webui"
 )
 
@@ -35,30 +30,17 @@ import (
 // /images go to the node, everything else to webui.Handler, as the
 // appliance mounts it.
 type env struct {
-	node         *appliance.Node
+	node         *nodetest.Node
 	admin, agent string
 	ui           *httptest.Server
-	client       *http.Client
 	// health, when set, answers GET /api/v1/health instead of the node.
 	health http.HandlerFunc
 }
 
 func startEnv(t testing.TB) *env {
 	t.Helper()
-	dir := t.TempDir()
-	n, err := appliance.Start(t.Context(), appliance.Options{
-		DataDir: dir, Name: "ui1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RaftTune: func(c *cluster.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	e := &env{node: n, admin: readToken(t, dir, "admin.token"), agent: readToken(t, dir, "agent.token"),
-		client: &http.Client{Timeout: 2 * time.Minute}}
+	n := nodetest.StartWith(t, nodetest.Options{Name: "ui1"})
+	e := &env{node: n, admin: n.Admin, agent: n.Agent}
 	api, _ := url.Parse("http://" + n.HTTPAddr())
 	proxy := httputil.NewSingleHostReverseProxy(api)
 	page := webui.Handler()
@@ -92,70 +74,55 @@ func startEnv(t testing.TB) *env {
 	return e
 }
 
-func readToken(t testing.TB, dir, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
-
 // call sends a request to the node as the admin (or, with agent, as the
 // commissioning agent) and decodes the answer into out.
 func (e *env) call(t testing.TB, method, path string, body any, out any, agent ...bool) int {
 	t.Helper()
-	var r io.Reader
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		r = bytes.NewReader(b)
+		raw = b
 	case string:
-		r = strings.NewReader(b)
+		raw = []byte(b)
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
 			t.Fatal(err)
 		}
-		r = bytes.NewReader(raw)
 	}
-	agentTok := e.agent
-	if len(agent) > 0 && agent[0] && r != nil {
-		// An agent acts with the boot token its boot script would hand its
-		// boot MAC: minted here through the admin API.
-		raw, _ := io.ReadAll(r)
-		var id struct {
-			BootMAC string `json:"boot_mac"`
-		}
-		json.Unmarshal(raw, &id)
-		var tok wire.BootTokenReply
-		if id.BootMAC == "" || e.call(t, "POST", "/api/v1/boot-tokens", wire.BootTokenRequest{MAC: id.BootMAC}, &tok) != http.StatusOK {
-			t.Fatalf("%s %s: no boot token for boot_mac %q", method, path, id.BootMAC)
-		}
-		agentTok = tok.Token
-		r = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, "http://"+e.node.HTTPAddr()+path, r)
+	header := nodetest.Bearer(e.admin)
 	if len(agent) > 0 && agent[0] {
-		req.Header.Set("X-Rollcall-Token", agentTok)
-	} else {
-		req.Header.Set("Authorization", "Bearer "+e.admin)
+		tok := e.agent
+		if raw != nil {
+			// An agent acts with the boot token its boot script would hand
+			// its boot MAC: minted here through the admin API.
+			var id struct {
+				BootMAC string `json:"boot_mac"`
+			}
+			json.Unmarshal(raw, &id)
+			var reply wire.BootTokenReply
+			if id.BootMAC == "" || e.call(t, "POST", "/api/v1/boot-tokens", wire.BootTokenRequest{MAC: id.BootMAC}, &reply) != http.StatusOK {
+				t.Fatalf("%s %s: no boot token for boot_mac %q", method, path, id.BootMAC)
+			}
+			tok = reply.Token
+		}
+		header = nodetest.AgentHeader(tok)
 	}
-	res, err := e.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+	var send any
+	if raw != nil {
+		send = raw
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode >= 300 && out == nil {
-		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, raw)
+	res := e.node.Do(t, method, path, send, header...)
+	if res.Status >= 300 && out == nil {
+		t.Fatalf("%s %s: %s", method, path, res)
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			t.Fatalf("%s %s: %d, decode %q: %v", method, path, res.StatusCode, raw, err)
+		if err := json.Unmarshal(res.Body, out); err != nil {
+			t.Fatalf("%s %s: %d, decode %q: %v", method, path, res.Status, res.Body, err)
 		}
 	}
-	return res.StatusCode
+	return res.Status
 }
 
 // ---- the browser

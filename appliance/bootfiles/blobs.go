@@ -22,7 +22,11 @@ import (
 // missing blobs from a node that holds them over the cluster's mutual TLS and
 // verify the SHA-256 before the file can be served.
 
-const maxImageBytes = 8 << 30
+// MaxImageBytes bounds one image file.
+const MaxImageBytes = 8 << 30
+
+// ErrTooLarge is a file past the size an image file may have.
+var ErrTooLarge = fmt.Errorf("image file larger than %d GiB", MaxImageBytes>>30)
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
@@ -62,9 +66,9 @@ func (b *Blobs) Write(r io.Reader, want string) (string, int64, error) {
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	size, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, maxImageBytes+1))
-	if err == nil && size > maxImageBytes {
-		err = fmt.Errorf("image file larger than %d GiB", maxImageBytes>>30)
+	size, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(r, MaxImageBytes+1))
+	if err == nil && size > MaxImageBytes {
+		err = ErrTooLarge
 	}
 	if err == nil {
 		err = tmp.Sync()

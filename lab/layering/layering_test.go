@@ -84,7 +84,7 @@ var rules = map[string]rule{
 	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
 		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
-		tests: []string{"appliance", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory"}},
+		tests: []string{"appliance/nodetest", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
 	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
 		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
@@ -108,14 +108,22 @@ var rules = map[string]rule{
 
 	// The node.
 	"appliance": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/bootfiles", "appliance/connlimit", "appliance/pki", "appliance/wire",
-			"dhcp", "ipam", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "tftp", "webui"},
-		tests: []string{"lab/testenv", "power/ipmi/ipmitest", "store/pgexport/pgtest"}},
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/pki", "appliance/wire",
+			"dhcp", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/pgexport", "tftp"},
+		tests: []string{"appliance/nodetest", "lab/testenv", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only, which runs the command line", imports: []string{"appliance/cli"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
-	"appliance/httpapi":      {why: "the REST API: handlers over the store; the store's refusals carry their public text", imports: []string{"store"}},
-	"appliance/connlimit":    {why: "connection limits for the node's HTTP servers: a leaf"},
-	"appliance/pki":          {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
+	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
+		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
+			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
+		tests: []string{"appliance/nodetest", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
+	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
+		imports: []string{"appliance", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
+	"appliance/connlimit": {why: "connection limits for the node's HTTP servers: a leaf"},
+	"appliance/boottoken": {why: "boot tokens, minted by the node for boot scripts and checked by the API: a leaf that declares the one method of the master key it uses",
+		tests: []string{"appliance/pki"}},
+	"appliance/pki": {why: "the cluster's cryptography: a leaf, so raftfsm and the lab can use it"},
 	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
 		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
 		imports: []string{"raftfsm", "store", "tftp"}},
@@ -187,10 +195,7 @@ var against = map[edge]string{
 		"encoding raftfsm owns; it reaches the cluster only through the two methods its Cluster interface declares",
 	{"power/jobs", "lab/bench/dhcp/replica", true}: "the runner's tests run several nodes on one replicated " +
 		"store (FSMs fed one log, no network), so a job queued on one node and run on another behaves as on a cluster",
-	{"webui", "appliance", true}: "the browser tests drive the UI served by a real node; only webui's " +
-		"external test package imports it, so webui itself stays a leaf",
-	{"webui", "raftfsm/cluster", true}: "the browser tests tune that node's Raft timing (cluster.Config)",
-	{"webui", "appliance/wire", true}: "the browser tests call that node's API with its request types " +
+	{"webui", "appliance/wire", true}: "the browser tests call a real node's API (appliance/nodetest) with its request types " +
 		"and read its answers as the API's own types",
 }
 
@@ -199,7 +204,7 @@ var against = map[edge]string{
 var testSupport = map[string]bool{
 	"lab/testenv": true, "lab/fleet": true, "lab/baseline": true,
 	"power/powertest": true, "power/ipmi/ipmitest": true, "power/redfish/redfishtest": true,
-	"store/pgexport/pgtest": true, "raftfsm/fsmtest": true,
+	"store/pgexport/pgtest": true, "raftfsm/fsmtest": true, "appliance/nodetest": true,
 }
 
 // services are the packages between the node and the store.

@@ -1,70 +1,73 @@
-package appliance
+package httpapi_test
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
+	"github.com/rollcall/rollcall/appliance/httpapi"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 )
 
 // TestAuthzMatrix sends every route of the table with each kind of
 // credential, in the header the route reads, and checks who gets in.
 // Refused cells must change nothing.
 func TestAuthzMatrix(t *testing.T) {
-	n, admin, agent := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin, agent := n.Admin, n.Agent
 	const wrong = "not-the-token-0123456789abcdef"
-	boot := testBootToken(t, n, "52:54:00:00:a0:01")
+	boot := n.BootToken(t, "52:54:00:00:a0:01")
 	forged := boot[:len(boot)-2] + "AA" // a boot token with a wrong MAC
-	expired, _, err := n.mintBootToken("52:54:00:00:a0:01", time.Now().Add(-2*bootTokenTTL), bootTokenTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	expired := n.MintBootToken(t, "52:54:00:00:a0:01", time.Now().Add(-2*boottoken.TTL), boottoken.TTL)
 
 	// Columns: the credential, presented in the header its route kind reads
 	// (an open route gets the admin form, and the agent header for agent).
 	type column struct {
 		name   string
-		header func(kind authKind) []string
+		header func(kind httpapi.Auth) []string
 	}
-	headerFor := func(kind authKind, tok string) []string {
-		if kind == authAgent || kind == authBoot {
-			return agentHeader(tok)
+	headerFor := func(kind httpapi.Auth, tok string) []string {
+		if kind == httpapi.AuthAgent || kind == httpapi.AuthBoot {
+			return nodetest.AgentHeader(tok)
 		}
-		return bearer(tok)
+		return nodetest.Bearer(tok)
 	}
 	columns := []column{
-		{"no credential", func(authKind) []string { return nil }},
-		{"wrong token", func(k authKind) []string { return headerFor(k, wrong) }},
-		{"agent token", func(k authKind) []string {
-			if k == authNone {
-				return agentHeader(agent)
+		{"no credential", func(httpapi.Auth) []string { return nil }},
+		{"wrong token", func(k httpapi.Auth) []string { return headerFor(k, wrong) }},
+		{"agent token", func(k httpapi.Auth) []string {
+			if k == httpapi.AuthNone {
+				return nodetest.AgentHeader(agent)
 			}
 			return headerFor(k, agent)
 		}},
-		{"admin token", func(k authKind) []string { return headerFor(k, admin) }},
-		{"boot token", func(k authKind) []string { return headerFor(k, boot) }},
-		{"forged boot token", func(k authKind) []string { return headerFor(k, forged) }},
-		{"expired boot token", func(k authKind) []string { return headerFor(k, expired) }},
+		{"admin token", func(k httpapi.Auth) []string { return headerFor(k, admin) }},
+		{"boot token", func(k httpapi.Auth) []string { return headerFor(k, boot) }},
+		{"forged boot token", func(k httpapi.Auth) []string { return headerFor(k, forged) }},
+		{"expired boot token", func(k httpapi.Auth) []string { return headerFor(k, expired) }},
 		// The right token in the other kind's header counts for nothing.
-		{"right token, other header", func(k authKind) []string {
+		{"right token, other header", func(k httpapi.Auth) []string {
 			switch k {
-			case authAdmin:
-				return agentHeader(admin)
-			case authAgent:
-				return bearer(agent)
-			case authBoot:
-				return bearer(boot)
+			case httpapi.AuthAdmin:
+				return nodetest.AgentHeader(admin)
+			case httpapi.AuthAgent:
+				return nodetest.Bearer(agent)
+			case httpapi.AuthBoot:
+				return nodetest.Bearer(boot)
 			}
 			return nil
 		}},
 	}
 	// want says whether a column may pass for a route kind.
-	admits := map[authKind]map[string]bool{
-		authNone: {"no credential": true, "wrong token": true, "agent token": true, "admin token": true, "right token, other header": true,
+	admits := map[httpapi.Auth]map[string]bool{
+		httpapi.AuthNone: {"no credential": true, "wrong token": true, "agent token": true, "admin token": true, "right token, other header": true,
 			"boot token": true, "forged boot token": true, "expired boot token": true},
-		authAdmin: {"admin token": true},
-		authAgent: {"agent token": true, "boot token": true},
-		authBoot:  {"boot token": true},
+		httpapi.AuthAdmin: {"admin token": true},
+		httpapi.AuthAgent: {"agent token": true, "boot token": true},
+		httpapi.AuthBoot:  {"boot token": true},
 	}
 	// Bodies that pass decoding, so an admitted write reaches its handler.
 	bodies := map[string]string{
@@ -75,24 +78,24 @@ func TestAuthzMatrix(t *testing.T) {
 	}
 
 	for _, col := range columns {
-		for _, rt := range n.routes() {
+		for _, rt := range n.API().Routes() {
 			t.Run(col.name+"/"+rt.Method+" "+rt.Path, func(t *testing.T) {
 				var body any
 				if b, ok := bodies[rt.Method+" "+rt.Path]; ok {
 					body = b
 				}
 				before := stateOf(n)
-				r := do(t, n, rt.Method, fillPath(rt.Path), body, col.header(rt.auth)...)
+				r := n.Do(t, rt.Method, fillPath(rt.Path), body, col.header(rt.Auth)...)
 				switch {
-				case admits[rt.auth][col.name]:
-					if r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
+				case admits[rt.Auth][col.name]:
+					if r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden {
 						t.Errorf("refused: %s", r)
 					}
-					if r.status == http.StatusInternalServerError {
+					if r.Status == http.StatusInternalServerError {
 						t.Errorf("server error: %s", r)
 					}
 				default:
-					if r.status != http.StatusUnauthorized || r.errorCode() != "unauthorized" {
+					if r.Status != http.StatusUnauthorized || r.ErrorCode() != "unauthorized" {
 						t.Errorf("got %s, want 401 unauthorized", r)
 					}
 					if after := stateOf(n); after != before {
@@ -118,43 +121,45 @@ func TestAdminHTTP(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			n, admin, agent := startTestNodeWith(t, testNodeOptions{config: tc.config})
-			for _, rt := range n.routes() {
-				if rt.auth != authAdmin || rt.Method != "GET" {
+			n := nodetest.StartWith(t, nodetest.Options{Config: tc.config})
+
+			admin, agent := n.Admin, n.Agent
+			for _, rt := range n.API().Routes() {
+				if rt.Auth != httpapi.AuthAdmin || rt.Method != "GET" {
 					continue
 				}
-				r := do(t, n, "GET", fillPath(rt.Path), nil, bearer(admin)...)
+				r := n.Do(t, "GET", fillPath(rt.Path), nil, nodetest.Bearer(admin)...)
 				if tc.wantStatus == http.StatusForbidden {
-					if r.status != tc.wantStatus || r.errorCode() != tc.wantCode || !strings.Contains(r.errorMessage(), "HTTPS") {
+					if r.Status != tc.wantStatus || r.ErrorCode() != tc.wantCode || !strings.Contains(r.ErrorMessage(), "HTTPS") {
 						t.Errorf("GET %s = %s, want %d %s", rt.Path, r, tc.wantStatus, tc.wantCode)
 					}
-				} else if r.status == http.StatusForbidden || r.status == http.StatusUnauthorized {
+				} else if r.Status == http.StatusForbidden || r.Status == http.StatusUnauthorized {
 					t.Errorf("GET %s = %s, want admitted", rt.Path, r)
 				}
 			}
 			// A write is refused before it is decoded or applied.
 			before := stateOf(n)
-			r := do(t, n, "POST", "/api/v1/machines", `{"name": "over-http"}`, bearer(admin)...)
+			r := n.Do(t, "POST", "/api/v1/machines", `{"name": "over-http"}`, nodetest.Bearer(admin)...)
 			if tc.wantStatus == http.StatusForbidden {
-				if r.status != http.StatusForbidden || r.errorCode() != "https_required" {
+				if r.Status != http.StatusForbidden || r.ErrorCode() != "https_required" {
 					t.Errorf("POST /api/v1/machines = %s, want 403 https_required", r)
 				}
 				if after := stateOf(n); after != before {
 					t.Errorf("a refused write changed the store: %+v → %+v", before, after)
 				}
-			} else if r.status != http.StatusCreated {
+			} else if r.Status != http.StatusCreated {
 				t.Errorf("POST /api/v1/machines = %s, want 201", r)
 			}
 			// Without a token, deny still says https_required (it is checked
 			// first, so a token never crosses plain HTTP for nothing).
-			if r := do(t, n, "GET", "/api/v1/machines", nil); tc.wantStatus == http.StatusForbidden && r.status != http.StatusForbidden {
+			if r := n.Do(t, "GET", "/api/v1/machines", nil); tc.wantStatus == http.StatusForbidden && r.Status != http.StatusForbidden {
 				t.Errorf("without a token: %s, want 403", r)
 			}
 			// Open and agent routes are not admin routes.
-			if r := do(t, n, "GET", "/api/v1/health", nil); r.status != http.StatusOK {
+			if r := n.Do(t, "GET", "/api/v1/health", nil); r.Status != http.StatusOK {
 				t.Errorf("health = %s", r)
 			}
-			if r := do(t, n, "POST", "/api/v1/enlist", `{"serial": "HTTP0001"}`, agentHeader(agent)...); r.status != http.StatusOK {
+			if r := n.Do(t, "POST", "/api/v1/enlist", `{"serial": "HTTP0001"}`, nodetest.AgentHeader(agent)...); r.Status != http.StatusOK {
 				t.Errorf("enlist = %s", r)
 			}
 		})

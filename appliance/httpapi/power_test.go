@@ -1,4 +1,4 @@
-package appliance
+package httpapi_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/power/ipmi/ipmitest"
 	"github.com/rollcall/rollcall/raftfsm"
@@ -21,25 +22,26 @@ func TestPowerThroughFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bmc.Close()
-	nodes, token := startCluster(t, 3)
-	var follower *Node
+	nodes := nodetest.StartCluster(t, 3, nodetest.Options{})
+	token := nodes[0].Admin
+	var follower *nodetest.Node
 	for _, n := range nodes {
-		if !n.cluster.IsLeader() {
-			follower = n.Node
+		if !n.Cluster().IsLeader() {
+			follower = n
 		}
 	}
 	id := "m-0000000000b1"
-	if _, err := nodes[0].cluster.Apply(context.Background(), &raftfsm.MachineCreate{ID: id, Name: "b1", MACs: []string{"02:00:00:00:0b:01"}, Now: time.Now().UTC()}); err != nil {
+	if _, err := nodes[0].Cluster().Apply(context.Background(), &raftfsm.MachineCreate{ID: id, Name: "b1", MACs: []string{"02:00:00:00:0b:01"}, Now: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	follower.cluster.FSM().WaitApplied(context.Background(), nodes[0].cluster.FSM().AppliedIndex())
+	follower.Cluster().FSM().WaitApplied(context.Background(), nodes[0].Cluster().FSM().AppliedIndex())
 	var raw []byte
 	// Without a BMC: a clear error, nothing queued.
-	if code := call(t, follower, token, http.MethodPost, "/api/v1/machines/b1/power", `{"action":"on"}`, &raw); code != 400 || !strings.Contains(string(raw), "no BMC") {
+	if code := follower.Call(t, token, http.MethodPost, "/api/v1/machines/b1/power", `{"action":"on"}`, &raw); code != 400 || !strings.Contains(string(raw), "no BMC") {
 		t.Fatalf("power without a BMC: %d %s", code, raw)
 	}
 	body := fmt.Sprintf(`{"driver":"ipmi","address":%q,"user":"admin","password":"bmc-Secret-77","settings":{"cipher":"17"}}`, bmc.Address())
-	if code := call(t, follower, token, http.MethodPut, "/api/v1/machines/b1/bmc", body, &raw); code != 200 || strings.Contains(string(raw), "bmc-Secret-77") {
+	if code := follower.Call(t, token, http.MethodPut, "/api/v1/machines/b1/bmc", body, &raw); code != 200 || strings.Contains(string(raw), "bmc-Secret-77") {
 		t.Fatalf("set bmc: %d %s", code, raw)
 	}
 	for _, step := range []struct{ path, body, want string }{
@@ -50,7 +52,7 @@ func TestPowerThroughFollower(t *testing.T) {
 		{"/power", `{"action":"status"}`, "off"},
 	} {
 		var j wire.Job
-		if code := call(t, follower, token, http.MethodPost, "/api/v1/machines/b1"+step.path, step.body, &j); code != 200 || j.Result != step.want {
+		if code := follower.Call(t, token, http.MethodPost, "/api/v1/machines/b1"+step.path, step.body, &j); code != 200 || j.Result != step.want {
 			t.Fatalf("%s %s: %d %+v", step.path, step.body, code, j)
 		}
 	}
@@ -61,13 +63,13 @@ func TestPowerThroughFollower(t *testing.T) {
 		t.Fatalf("boot flags on the BMC: %+v", f)
 	}
 	// Bad input: an unknown action lists the allowed ones; nothing queued.
-	if code := call(t, follower, token, http.MethodPost, "/api/v1/machines/b1/power", `{"action":"explode"}`, &raw); code != 400 || !strings.Contains(string(raw), "cycle") {
+	if code := follower.Call(t, token, http.MethodPost, "/api/v1/machines/b1/power", `{"action":"explode"}`, &raw); code != 400 || !strings.Contains(string(raw), "cycle") {
 		t.Fatalf("bad action: %d %s", code, raw)
 	}
 	// Wrong credentials: a 502 naming the BMC and the step, and an event.
 	bad := fmt.Sprintf(`{"driver":"ipmi","address":%q,"user":"admin","password":"wrong","settings":{"cipher":"17"}}`, bmc.Address())
-	call(t, follower, token, http.MethodPut, "/api/v1/machines/b1/bmc", bad, nil)
-	if code := call(t, follower, token, http.MethodPost, "/api/v1/machines/b1/power", `{"action":"status"}`, &raw); code != 502 || !strings.Contains(string(raw), bmc.Address()) {
+	follower.Call(t, token, http.MethodPut, "/api/v1/machines/b1/bmc", bad, nil)
+	if code := follower.Call(t, token, http.MethodPost, "/api/v1/machines/b1/power", `{"action":"status"}`, &raw); code != 502 || !strings.Contains(string(raw), bmc.Address()) {
 		t.Fatalf("wrong password: %d %s", code, raw)
 	}
 	if strings.Contains(string(raw), "bmc-Secret-77") {

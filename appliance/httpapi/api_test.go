@@ -1,203 +1,27 @@
-package appliance
+package httpapi_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
+	"github.com/rollcall/rollcall/raftfsm"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
-// ---- a real node and a client for it, shared by the tests of this package
-
-// testNodeOptions changes what startTestNodeWith starts.
-type testNodeOptions struct {
-	config string    // DATA/rollcall.json, written before Start; "" for none
-	log    io.Writer // where the node logs (debug level); nil discards
-}
-
-// startTestNode starts a single-node cluster on loopback ports under a
-// temporary directory and returns it with its admin and agent tokens. The
-// node is closed when the test ends.
-func startTestNode(t testing.TB) (n *Node, adminToken, agentToken string) {
-	t.Helper()
-	return startTestNodeWith(t, testNodeOptions{})
-}
-
-func startTestNodeWith(t testing.TB, o testNodeOptions) (n *Node, adminToken, agentToken string) {
-	t.Helper()
-	dir := t.TempDir()
-	if o.config != "" {
-		if err := os.WriteFile(filepath.Join(dir, fileConfig), []byte(o.config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w := o.log
-	if w == nil {
-		w = io.Discard
-	}
-	n, err := Start(t.Context(), Options{
-		DataDir:  dir,
-		Name:     "t1",
-		HTTPAddr: "127.0.0.1:0",
-		RaftAddr: "127.0.0.1:0",
-		Logger:   slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *cluster.Config) {
-			// One voter: it elects itself after one election timeout.
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Errorf("close node: %v", err)
-		}
-	})
-	return n, readToken(t, dir, fileAdmin), readToken(t, dir, fileAgent)
-}
-
-// testBootToken is the token a boot script hands mac.
-func testBootToken(t testing.TB, n *Node, mac string) string {
-	t.Helper()
-	tok, _, err := n.mintBootToken(mac, time.Now(), bootTokenTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-func readToken(t testing.TB, dir, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// syncBuffer is a log destination the node's goroutines may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var testHTTP = &http.Client{Timeout: time.Minute}
-
-// header pairs for do.
-func bearer(tok string) []string      { return []string{"Authorization", "Bearer " + tok} }
-func agentHeader(tok string) []string { return []string{"X-Rollcall-Token", tok} }
-
-// apiResponse is a finished exchange.
-type apiResponse struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// errorCode and errorMessage read the API's error shape; both are "" when
-// the body is not one.
-func (r apiResponse) errorCode() string    { c, _ := r.apiError(); return c }
-func (r apiResponse) errorMessage() string { _, m := r.apiError(); return m }
-
-func (r apiResponse) apiError() (code, message string) {
-	var e struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	json.Unmarshal(r.body, &e)
-	return e.Error.Code, e.Error.Message
-}
-
-func (r apiResponse) String() string {
-	b := r.body
-	if len(b) > 400 {
-		b = append(b[:400:400], "…"...)
-	}
-	return fmt.Sprintf("%d %s", r.status, b)
-}
-
-func (r apiResponse) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r, err)
-	}
-}
-
-// do sends a request to the node. body is nil (none), []byte or string
-// (sent as is), or anything else (sent as JSON); header holds name, value
-// pairs.
-func do(t testing.TB, n *Node, method, path string, body any, header ...string) apiResponse {
-	t.Helper()
-	r, err := send(t.Context(), n, method, path, body, header...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-// send is do for goroutines other than the test's.
-func send(ctx context.Context, n *Node, method, path string, body any, header ...string) (apiResponse, error) {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			return apiResponse{}, err
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+n.HTTPAddr()+path, rd)
-	if err != nil {
-		return apiResponse{}, err
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := testHTTP.Do(req)
-	if err != nil {
-		return apiResponse{}, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return apiResponse{}, fmt.Errorf("%s %s: read body: %w", method, path, err)
-	}
-	return apiResponse{status: resp.StatusCode, header: resp.Header, body: out}, nil
-}
+// Headers of the API's index protocol (queries.go).
+const (
+	headerIndex    = "X-Rollcall-Index"
+	headerMinIndex = "X-Rollcall-Min-Index"
+)
 
 // nodeState is what a rejected request must leave as it was: the Raft
 // applied index, the machine table's change index and its size.
@@ -207,7 +31,7 @@ type nodeState struct {
 	machines      int
 }
 
-func stateOf(n *Node) nodeState {
+func stateOf(n *nodetest.Node) nodeState {
 	s := nodeState{applied: n.Cluster().FSM().AppliedIndex()}
 	n.Store().View(func(tx *store.Tx) error {
 		s.machines, s.machinesIndex = tx.CountMachines(), tx.TableIndex(store.TableMachines)
@@ -279,18 +103,20 @@ func testReport(uuid, serial string, macs ...string) inventory.Report {
 // ---- bad input
 
 func TestBadInput(t *testing.T) {
-	n, admin, agent := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin, agent := n.Admin, n.Agent
 	readyReport := testReport("5c1e0e6a-9d43-4b6e-8f0a-0c6b1f4f2a11", "S-READY-1")
 	commission(t, n, agent, readyReport)
 	// The boot token of a machine that is booting, and of the ready one.
-	boot := agentHeader(testBootToken(t, n, "52:54:00:ee:00:01"))
-	bootReady := agentHeader(testBootToken(t, n, readyReport.BootMAC))
-	created := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "fresh", MAC: "52:54:00:aa:00:01"}, bearer(admin)...)
-	if created.status != http.StatusCreated {
+	boot := nodetest.AgentHeader(n.BootToken(t, "52:54:00:ee:00:01"))
+	bootReady := nodetest.AgentHeader(n.BootToken(t, readyReport.BootMAC))
+	created := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "fresh", MAC: "52:54:00:aa:00:01"}, nodetest.Bearer(admin)...)
+	if created.Status != http.StatusCreated {
 		t.Fatalf("create: %s", created)
 	}
 	var fresh wire.MachineView
-	created.decode(t, &fresh)
+	created.Decode(t, &fresh)
 
 	big := func(prefix string, size int, suffix string) []byte {
 		return append(append([]byte(prefix), bytes.Repeat([]byte("a"), size)...), suffix...)
@@ -304,75 +130,75 @@ func TestBadInput(t *testing.T) {
 		message      []string // substrings of the message
 	}{
 		"invalid JSON": {
-			"POST", "/api/v1/machines", `{"name": nope}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": nope}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"not valid JSON", "byte"},
 		},
 		"truncated JSON": {
-			"POST", "/api/v1/machines", `{"name": "x`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "x`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"request body"},
 		},
 		"wrong type": {
-			"POST", "/api/v1/machines", `{"name": 5}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": 5}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{`"name"`, "string", "number"},
 		},
 		"wrong type in a list": {
-			"POST", "/api/v1/machines", `{"macs": "52:54:00:aa:00:09"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"macs": "52:54:00:aa:00:09"}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{`"macs"`},
 		},
 		"unknown field": {
-			"POST", "/api/v1/machines", `{"name": "x", "nmae": "y"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "x", "nmae": "y"}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{`unknown field "nmae"`},
 		},
 		"empty body": {
-			"POST", "/api/v1/machines", "", bearer(admin),
+			"POST", "/api/v1/machines", "", nodetest.Bearer(admin),
 			400, "bad_request", []string{"empty"},
 		},
 		"whitespace body": {
-			"POST", "/api/v1/machines", " \n", bearer(admin),
+			"POST", "/api/v1/machines", " \n", nodetest.Bearer(admin),
 			400, "bad_request", []string{"empty"},
 		},
 		"trailing object": {
-			"POST", "/api/v1/machines", `{"name": "trail-a"} {"name": "trail-b"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "trail-a"} {"name": "trail-b"}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"after the JSON object"},
 		},
 		"trailing garbage": {
-			"POST", "/api/v1/machines", `{"name": "trail-c"} x`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "trail-c"} x`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"after the JSON object"},
 		},
 		"trailing brace": {
-			"POST", "/api/v1/machines", `{"name": "trail-d"}}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "trail-d"}}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"after the JSON object"},
 		},
 		"trailing bracket": {
-			"POST", "/api/v1/machines", `{"name": "trail-e"}]`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "trail-e"}]`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"after the JSON object"},
 		},
 		"not an object": {
-			"POST", "/api/v1/machines", `["trail-f"]`, bearer(admin),
+			"POST", "/api/v1/machines", `["trail-f"]`, nodetest.Bearer(admin),
 			400, "bad_request", nil,
 		},
 		"bad name": {
-			"POST", "/api/v1/machines", `{"name": "Not_A_Label"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "Not_A_Label"}`, nodetest.Bearer(admin),
 			400, "invalid", []string{"DNS label"},
 		},
 		"name like an id": {
-			"POST", "/api/v1/machines", `{"name": "m-0123456789ab"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "m-0123456789ab"}`, nodetest.Bearer(admin),
 			400, "invalid", []string{"machine ID"},
 		},
 		"bad mac": {
-			"POST", "/api/v1/machines", `{"mac": "52:54:00"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"mac": "52:54:00"}`, nodetest.Bearer(admin),
 			400, "invalid", []string{"52:54:00", "MAC"},
 		},
 		"neither name nor mac": {
-			"POST", "/api/v1/machines", `{}`, bearer(admin),
+			"POST", "/api/v1/machines", `{}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"name or a mac"},
 		},
 		"duplicate name": {
-			"POST", "/api/v1/machines", `{"name": "fresh"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"name": "fresh"}`, nodetest.Bearer(admin),
 			409, "conflict", []string{"fresh"},
 		},
 		"duplicate mac": {
-			"POST", "/api/v1/machines", `{"mac": "52-54-00-AA-00-01"}`, bearer(admin),
+			"POST", "/api/v1/machines", `{"mac": "52-54-00-AA-00-01"}`, nodetest.Bearer(admin),
 			409, "conflict", []string{"52:54:00:aa:00:01"},
 		},
 		"a list where an object belongs": {
@@ -380,11 +206,11 @@ func TestBadInput(t *testing.T) {
 			400, "bad_request", []string{`"cpus"`},
 		},
 		"machines body over 1 MiB": {
-			"POST", "/api/v1/machines", big(`{"name": "`, 1<<20, `"}`), bearer(admin),
+			"POST", "/api/v1/machines", big(`{"name": "`, 1<<20, `"}`), nodetest.Bearer(admin),
 			413, "too_large", []string{"1048576 bytes"},
 		},
 		"enlist body over 1 MiB": {
-			"POST", "/api/v1/enlist", big(`{"serial": "`, 1<<20, `"}`), agentHeader(agent),
+			"POST", "/api/v1/enlist", big(`{"serial": "`, 1<<20, `"}`), nodetest.AgentHeader(agent),
 			413, "too_large", nil,
 		},
 		"commission body over 1 MiB": {
@@ -404,7 +230,7 @@ func TestBadInput(t *testing.T) {
 			403, "forbidden", []string{"52:54:00:ee:00:02", "52:54:00:ee:00:01"},
 		},
 		"commission with the shared agent token": {
-			"POST", "/api/v1/commission", `{"version": 1, "system": {"serial": "X1"}}`, agentHeader(agent),
+			"POST", "/api/v1/commission", `{"version": 1, "system": {"serial": "X1"}}`, nodetest.AgentHeader(agent),
 			401, "unauthorized", []string{"only enlists"},
 		},
 		"commission with bad MAC": {
@@ -412,11 +238,11 @@ func TestBadInput(t *testing.T) {
 			400, "invalid_inventory", []string{"nics[0].mac"},
 		},
 		"enlist with bad UUID": {
-			"POST", "/api/v1/enlist", `{"system_uuid": "not-a-uuid", "serial": "X1"}`, agentHeader(agent),
+			"POST", "/api/v1/enlist", `{"system_uuid": "not-a-uuid", "serial": "X1"}`, nodetest.AgentHeader(agent),
 			400, "bad_request", []string{"not-a-uuid"},
 		},
 		"enlist without identity": {
-			"POST", "/api/v1/enlist", `{"serial": "To Be Filled By O.E.M."}`, agentHeader(agent),
+			"POST", "/api/v1/enlist", `{"serial": "To Be Filled By O.E.M."}`, nodetest.AgentHeader(agent),
 			400, "invalid", []string{"identity"},
 		},
 		"commission a ready machine": {
@@ -424,63 +250,63 @@ func TestBadInput(t *testing.T) {
 			403, "forbidden", []string{"is ready", "only while it is new or commissioning"},
 		},
 		"unknown machine": {
-			"GET", "/api/v1/machines/m-000000000000", nil, bearer(admin),
+			"GET", "/api/v1/machines/m-000000000000", nil, nodetest.Bearer(admin),
 			404, "not_found", []string{"m-000000000000"},
 		},
 		"unknown machine by name": {
-			"GET", "/api/v1/machines/nobody", nil, bearer(admin),
+			"GET", "/api/v1/machines/nobody", nil, nodetest.Bearer(admin),
 			404, "not_found", []string{"nobody"},
 		},
 		"events of an unknown machine": {
-			"GET", "/api/v1/machines/m-000000000000/events", nil, bearer(admin),
+			"GET", "/api/v1/machines/m-000000000000/events", nil, nodetest.Bearer(admin),
 			404, "not_found", nil,
 		},
 		"recommission an unknown machine": {
-			"POST", "/api/v1/machines/m-000000000000/recommission", nil, bearer(admin),
+			"POST", "/api/v1/machines/m-000000000000/recommission", nil, nodetest.Bearer(admin),
 			404, "not_found", nil,
 		},
 		"delete an unknown machine": {
-			"DELETE", "/api/v1/machines/m-000000000000", nil, bearer(admin),
+			"DELETE", "/api/v1/machines/m-000000000000", nil, nodetest.Bearer(admin),
 			404, "not_found", nil,
 		},
 		"recommission a new machine": {
-			"POST", "/api/v1/machines/" + fresh.ID + "/recommission", nil, bearer(admin),
+			"POST", "/api/v1/machines/" + fresh.ID + "/recommission", nil, nodetest.Bearer(admin),
 			409, "transition", []string{"from new", "commissioning, ready"},
 		},
 		"recommission now": {
-			"POST", "/api/v1/machines/" + fresh.ID + "/recommission?now=1", nil, bearer(admin),
+			"POST", "/api/v1/machines/" + fresh.ID + "/recommission?now=1", nil, nodetest.Bearer(admin),
 			409, "no_power_control", nil,
 		},
 		"recommission bad now": {
-			"POST", "/api/v1/machines/" + fresh.ID + "/recommission?now=soon", nil, bearer(admin),
+			"POST", "/api/v1/machines/" + fresh.ID + "/recommission?now=soon", nil, nodetest.Bearer(admin),
 			400, "bad_request", []string{"now"},
 		},
 		"bad state filter": {
-			"GET", "/api/v1/machines?state=racked", nil, bearer(admin),
+			"GET", "/api/v1/machines?state=racked", nil, nodetest.Bearer(admin),
 			400, "bad_request", []string{`"racked"`, "new, commissioning, ready"},
 		},
 		"bad min_index": {
-			"GET", "/api/v1/machines?min_index=-1", nil, bearer(admin),
+			"GET", "/api/v1/machines?min_index=-1", nil, nodetest.Bearer(admin),
 			400, "bad_request", []string{"min_index"},
 		},
 		"bad min_index header": {
-			"GET", "/api/v1/machines", nil, append(bearer(admin), headerMinIndex, "soon"),
+			"GET", "/api/v1/machines", nil, append(nodetest.Bearer(admin), headerMinIndex, "soon"),
 			400, "bad_request", []string{"min_index"},
 		},
 		"bad index": {
-			"GET", "/api/v1/machines?index=latest", nil, bearer(admin),
+			"GET", "/api/v1/machines?index=latest", nil, nodetest.Bearer(admin),
 			400, "bad_request", []string{"index"},
 		},
 		"bad wait": {
-			"GET", "/api/v1/machines?index=1&wait=forever", nil, bearer(admin),
+			"GET", "/api/v1/machines?index=1&wait=forever", nil, nodetest.Bearer(admin),
 			400, "bad_request", []string{"wait"},
 		},
 		"negative wait": {
-			"GET", "/api/v1/machines?index=1&wait=-1s", nil, bearer(admin),
+			"GET", "/api/v1/machines?index=1&wait=-1s", nil, nodetest.Bearer(admin),
 			400, "bad_request", []string{"wait"},
 		},
 		"bad join code ttl": {
-			"POST", "/api/v1/cluster/join-codes", `{"ttl": "10s"}`, bearer(admin),
+			"POST", "/api/v1/cluster/join-codes", `{"ttl": "10s"}`, nodetest.Bearer(admin),
 			400, "bad_request", []string{"ttl"},
 		},
 		"bmc hint without macs": {
@@ -492,11 +318,11 @@ func TestBadInput(t *testing.T) {
 			400, "invalid", []string{"nope"},
 		},
 		"no such endpoint": {
-			"GET", "/api/v1/nothing", nil, bearer(admin),
+			"GET", "/api/v1/nothing", nil, nodetest.Bearer(admin),
 			404, "not_found", []string{"/api/v1/nothing"},
 		},
 		"method not allowed": {
-			"PUT", "/api/v1/machines", nil, bearer(admin),
+			"PUT", "/api/v1/machines", nil, nodetest.Bearer(admin),
 			405, "method_not_allowed", []string{"PUT"},
 		},
 	}
@@ -506,19 +332,19 @@ func TestBadInput(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)
-			r := do(t, n, tc.method, tc.path, tc.body, tc.header...)
-			if r.status != tc.status || r.errorCode() != tc.code {
+			r := n.Do(t, tc.method, tc.path, tc.body, tc.header...)
+			if r.Status != tc.status || r.ErrorCode() != tc.code {
 				t.Fatalf("%s %s = %s, want %d %s", tc.method, tc.path, r, tc.status, tc.code)
 			}
 			for _, s := range tc.message {
-				if !strings.Contains(r.errorMessage(), s) {
-					t.Errorf("message %q does not mention %q", r.errorMessage(), s)
+				if !strings.Contains(r.ErrorMessage(), s) {
+					t.Errorf("message %q does not mention %q", r.ErrorMessage(), s)
 				}
 			}
 			// What a client sees must not name Go types.
 			for _, s := range []string{"appliance.", "inventory.", "store.", "[]"} {
-				if strings.Contains(r.errorMessage(), s) {
-					t.Errorf("message %q shows a Go type (%q)", r.errorMessage(), s)
+				if strings.Contains(r.ErrorMessage(), s) {
+					t.Errorf("message %q shows a Go type (%q)", r.ErrorMessage(), s)
 				}
 			}
 			if after := stateOf(n); after != before {
@@ -532,36 +358,36 @@ func TestBadInput(t *testing.T) {
 
 // commission uploads a report and returns the reply, failing the test on
 // anything but 200.
-func commission(t testing.TB, n *Node, agent string, rep inventory.Report) wire.CommissionReply {
+func commission(t testing.TB, n *nodetest.Node, agent string, rep inventory.Report) wire.CommissionReply {
 	t.Helper()
-	r := do(t, n, "POST", "/api/v1/commission", rep, agentHeader(testBootToken(t, n, rep.BootMAC))...)
-	if r.status != http.StatusOK {
+	r := n.Do(t, "POST", "/api/v1/commission", rep, nodetest.AgentHeader(n.BootToken(t, rep.BootMAC))...)
+	if r.Status != http.StatusOK {
 		t.Fatalf("commission: %s", r)
 	}
 	var out wire.CommissionReply
-	r.decode(t, &out)
+	r.Decode(t, &out)
 	return out
 }
 
-func getMachine(t testing.TB, n *Node, admin, ref string) (wire.MachineDetail, apiResponse) {
+func getMachine(t testing.TB, n *nodetest.Node, admin, ref string) (wire.MachineDetail, nodetest.Response) {
 	t.Helper()
-	r := do(t, n, "GET", "/api/v1/machines/"+ref, nil, bearer(admin)...)
-	if r.status != http.StatusOK {
+	r := n.Do(t, "GET", "/api/v1/machines/"+ref, nil, nodetest.Bearer(admin)...)
+	if r.Status != http.StatusOK {
 		t.Fatalf("get %s: %s", ref, r)
 	}
 	var d wire.MachineDetail
-	r.decode(t, &d)
+	r.Decode(t, &d)
 	return d, r
 }
 
-func listMachines(t testing.TB, n *Node, admin, query string) wire.MachineList {
+func listMachines(t testing.TB, n *nodetest.Node, admin, query string) wire.MachineList {
 	t.Helper()
-	r := do(t, n, "GET", "/api/v1/machines"+query, nil, bearer(admin)...)
-	if r.status != http.StatusOK {
+	r := n.Do(t, "GET", "/api/v1/machines"+query, nil, nodetest.Bearer(admin)...)
+	if r.Status != http.StatusOK {
 		t.Fatalf("list %s: %s", query, r)
 	}
 	var l wire.MachineList
-	r.decode(t, &l)
+	r.Decode(t, &l)
 	return l
 }
 
@@ -575,22 +401,24 @@ func hasEvent(events []wire.Event, kind string) bool {
 }
 
 func TestMachineLifecycle(t *testing.T) {
-	logs := &syncBuffer{}
-	n, admin, agent := startTestNodeWith(t, testNodeOptions{log: logs})
+	logs := &nodetest.LogBuffer{}
+	n := nodetest.StartWith(t, nodetest.Options{Log: logs})
+
+	admin, agent := n.Admin, n.Agent
 	const uuid = "4c4c4544-0042-3510-8052-b4c04f4b3232"
 	rep := testReport(uuid, "S7K2X9")
 
 	// The agent's first contact.
-	r := do(t, n, "POST", "/api/v1/enlist", wire.EnlistRequest{SystemUUID: strings.ToUpper(uuid), Serial: "S7K2X9", BootMAC: "0C-C4-7A-00-00-01"}, agentHeader(agent)...)
-	if r.status != http.StatusOK {
+	r := n.Do(t, "POST", "/api/v1/enlist", wire.EnlistRequest{SystemUUID: strings.ToUpper(uuid), Serial: "S7K2X9", BootMAC: "0C-C4-7A-00-00-01"}, nodetest.AgentHeader(agent)...)
+	if r.Status != http.StatusOK {
 		t.Fatalf("enlist: %s", r)
 	}
 	var en wire.EnlistReply
-	r.decode(t, &en)
+	r.Decode(t, &en)
 	if en.State != store.StateCommissioning || !store.ValidMachineID(en.ID) || en.Index == 0 {
 		t.Fatalf("enlist = %+v, want a new machine in commissioning", en)
 	}
-	if r.header.Get(headerIndex) == "" {
+	if r.Header.Get(headerIndex) == "" {
 		t.Errorf("enlist: no %s header", headerIndex)
 	}
 
@@ -631,15 +459,15 @@ func TestMachineLifecycle(t *testing.T) {
 		t.Errorf("bmc = %+v, want has_password and the address", d.BMC)
 	}
 	for _, secret := range []string{testBMCPassword, "password_sealed", "password_aad"} {
-		if bytes.Contains(raw.body, []byte(secret)) {
+		if bytes.Contains(raw.Body, []byte(secret)) {
 			t.Errorf("GET /api/v1/machines/{id} contains %q", secret)
 		}
 	}
 	if !hasEvent(d.Events, "commissioned") || !hasEvent(d.Events, "enlisted") {
 		t.Errorf("events = %+v, want enlisted and commissioned", d.Events)
 	}
-	list := do(t, n, "GET", "/api/v1/machines", nil, bearer(admin)...)
-	if bytes.Contains(list.body, []byte(testBMCPassword)) || bytes.Contains(list.body, []byte("password_sealed")) {
+	list := n.Do(t, "GET", "/api/v1/machines", nil, nodetest.Bearer(admin)...)
+	if bytes.Contains(list.Body, []byte(testBMCPassword)) || bytes.Contains(list.Body, []byte("password_sealed")) {
 		t.Errorf("GET /api/v1/machines shows the BMC secret")
 	}
 	// The store keeps only the sealed form.
@@ -658,12 +486,12 @@ func TestMachineLifecycle(t *testing.T) {
 	// A second upload without a password keeps the sealed one.
 	again := testReport(uuid, "S7K2X9")
 	again.BMC.Password = ""
-	r = do(t, n, "POST", "/api/v1/machines/"+en.ID+"/recommission", nil, bearer(admin)...)
-	if r.status != http.StatusOK {
+	r = n.Do(t, "POST", "/api/v1/machines/"+en.ID+"/recommission", nil, nodetest.Bearer(admin)...)
+	if r.Status != http.StatusOK {
 		t.Fatalf("recommission: %s", r)
 	}
 	var rv wire.MachineView
-	r.decode(t, &rv)
+	r.Decode(t, &rv)
 	if rv.State != store.StateNew {
 		t.Errorf("recommission: state %s, want new", rv.State)
 	}
@@ -671,10 +499,10 @@ func TestMachineLifecycle(t *testing.T) {
 	if d.State != store.StateNew || !hasEvent(d.Events, "recommission") {
 		t.Errorf("after recommission: state %s, events %+v", d.State, d.Events)
 	}
-	r = do(t, n, "GET", "/api/v1/machines/"+en.ID+"/events", nil, bearer(admin)...)
+	r = n.Do(t, "GET", "/api/v1/machines/"+en.ID+"/events", nil, nodetest.Bearer(admin)...)
 	var ev wire.EventList
-	r.decode(t, &ev)
-	if r.status != 200 || !hasEvent(ev.Events, "recommission") {
+	r.Decode(t, &ev)
+	if r.Status != 200 || !hasEvent(ev.Events, "recommission") {
 		t.Errorf("events: %s", r)
 	}
 	commission(t, n, agent, again)
@@ -684,11 +512,11 @@ func TestMachineLifecycle(t *testing.T) {
 	}
 
 	// Delete.
-	r = do(t, n, "DELETE", "/api/v1/machines/"+en.ID, nil, bearer(admin)...)
-	if r.status != http.StatusOK {
+	r = n.Do(t, "DELETE", "/api/v1/machines/"+en.ID, nil, nodetest.Bearer(admin)...)
+	if r.Status != http.StatusOK {
 		t.Fatalf("delete: %s", r)
 	}
-	if r := do(t, n, "GET", "/api/v1/machines/"+en.ID, nil, bearer(admin)...); r.status != http.StatusNotFound {
+	if r := n.Do(t, "GET", "/api/v1/machines/"+en.ID, nil, nodetest.Bearer(admin)...); r.Status != http.StatusNotFound {
 		t.Errorf("after delete: %s", r)
 	}
 
@@ -701,16 +529,18 @@ func TestMachineLifecycle(t *testing.T) {
 }
 
 func TestListFilters(t *testing.T) {
-	n, admin, agent := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin, agent := n.Admin, n.Agent
 	a := commission(t, n, agent, testReport("8e2b1d44-5f3a-4c7e-9b61-2d0f5a7c3e90", "SER-ALPHA-01", "0c:c4:7a:10:00:01", "0c:c4:7a:10:00:02"))
 	b := commission(t, n, agent, testReport("1f6a9c22-7b4d-4e8a-a3c5-6e1b0d9f4a27", "SER-BRAVO-02", "0c:c4:7a:20:00:01", "0c:c4:7a:20:00:02"))
-	r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "rack7-node3", MAC: "52:54:00:30:00:01"}, bearer(admin)...)
-	if r.status != http.StatusCreated {
+	r := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "rack7-node3", MAC: "52:54:00:30:00:01"}, nodetest.Bearer(admin)...)
+	if r.Status != http.StatusCreated {
 		t.Fatalf("create: %s", r)
 	}
 	var c wire.MachineView
-	r.decode(t, &c)
-	if r := do(t, n, "POST", "/api/v1/machines/"+b.ID+"/recommission", nil, bearer(admin)...); r.status != 200 {
+	r.Decode(t, &c)
+	if r := n.Do(t, "POST", "/api/v1/machines/"+b.ID+"/recommission", nil, nodetest.Bearer(admin)...); r.Status != 200 {
 		t.Fatalf("recommission: %s", r)
 	}
 	// b is new again, a is ready, c is new.
@@ -764,22 +594,24 @@ func sortStrings(s []string) {
 }
 
 func TestBlockingQuery(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	cur := listMachines(t, n, admin, "").Index
 
 	t.Run("returns after a write", func(t *testing.T) {
 		type result struct {
 			l       wire.MachineList
-			r       apiResponse
+			r       nodetest.Response
 			err     error
 			elapsed time.Duration
 		}
 		done := make(chan result, 1)
 		go func() {
 			start := time.Now()
-			r, err := send(t.Context(), n, "GET", fmt.Sprintf("/api/v1/machines?index=%d&wait=5s", cur), nil, bearer(admin)...)
+			r, err := n.Send(t.Context(), "GET", fmt.Sprintf("/api/v1/machines?index=%d&wait=5s", cur), nil, nodetest.Bearer(admin)...)
 			var l wire.MachineList
-			json.Unmarshal(r.body, &l)
+			json.Unmarshal(r.Body, &l)
 			done <- result{l, r, err, time.Since(start)}
 		}()
 		time.Sleep(200 * time.Millisecond)
@@ -788,21 +620,21 @@ func TestBlockingQuery(t *testing.T) {
 			t.Fatalf("returned before any write: %s", res.r)
 		default:
 		}
-		if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "wakes-the-watcher"}, bearer(admin)...); r.status != http.StatusCreated {
+		if r := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "wakes-the-watcher"}, nodetest.Bearer(admin)...); r.Status != http.StatusCreated {
 			t.Fatalf("create: %s", r)
 		}
 		res := <-done
 		if res.err != nil {
 			t.Fatal(res.err)
 		}
-		if res.r.status != http.StatusOK || res.l.Index <= cur || len(res.l.Machines) != 1 {
+		if res.r.Status != http.StatusOK || res.l.Index <= cur || len(res.l.Machines) != 1 {
 			t.Fatalf("blocking query = %s, want index > %d and the new machine", res.r, cur)
 		}
 		if res.elapsed > 4*time.Second {
 			t.Errorf("returned after %v: it waited for the timeout, not the write", res.elapsed)
 		}
-		if res.r.header.Get(headerIndex) != fmt.Sprint(res.l.Index) {
-			t.Errorf("%s = %q, want %d", headerIndex, res.r.header.Get(headerIndex), res.l.Index)
+		if res.r.Header.Get(headerIndex) != fmt.Sprint(res.l.Index) {
+			t.Errorf("%s = %q, want %d", headerIndex, res.r.Header.Get(headerIndex), res.l.Index)
 		}
 		cur = res.l.Index
 	})
@@ -839,14 +671,14 @@ func TestCommissionIdentity(t *testing.T) {
 	tests := map[string]struct {
 		steps []step
 		// check sees the machine each step resolved to.
-		check func(t *testing.T, n *Node, admin string, ids []string)
+		check func(t *testing.T, n *nodetest.Node, admin string, ids []string)
 	}{
 		"placeholder UUID, real serials: two machines": {
 			steps: []step{
 				{report: testReport(dummyUUID, "NM1A00001", "0c:c4:7a:01:00:01", "0c:c4:7a:01:00:02")},
 				{report: testReport(dummyUUID, "NM1A00002", "0c:c4:7a:02:00:01", "0c:c4:7a:02:00:02")},
 			},
-			check: func(t *testing.T, n *Node, admin string, ids []string) {
+			check: func(t *testing.T, n *nodetest.Node, admin string, ids []string) {
 				distinct(t, ids[0], ids[1])
 				for i, serial := range []string{"NM1A00001", "NM1A00002"} {
 					d, _ := getMachine(t, n, admin, ids[i])
@@ -863,7 +695,7 @@ func TestCommissionIdentity(t *testing.T) {
 				{report: testReport("00000000-0000-0000-0000-000000000000", "To Be Filled By O.E.M.", "0c:c4:7a:03:00:01", "0c:c4:7a:03:00:02")},
 				{report: testReport("00000000-0000-0000-0000-000000000000", "To Be Filled By O.E.M.", "0c:c4:7a:04:00:01", "0c:c4:7a:04:00:02")},
 			},
-			check: func(t *testing.T, n *Node, admin string, ids []string) {
+			check: func(t *testing.T, n *nodetest.Node, admin string, ids []string) {
 				if ids[0] != ids[2] {
 					t.Errorf("the same board twice became %s and %s", ids[0], ids[2])
 				}
@@ -879,7 +711,7 @@ func TestCommissionIdentity(t *testing.T) {
 				{report: testReport("a3b1c2d4-1111-4e5f-8a9b-0c1d2e3f4a01", "SAMESERIAL9", "0c:c4:7a:05:00:01", "0c:c4:7a:05:00:02")},
 				{report: testReport("a3b1c2d4-2222-4e5f-8a9b-0c1d2e3f4a02", "SAMESERIAL9", "0c:c4:7a:06:00:01", "0c:c4:7a:06:00:02")},
 			},
-			check: func(t *testing.T, n *Node, admin string, ids []string) {
+			check: func(t *testing.T, n *nodetest.Node, admin string, ids []string) {
 				distinct(t, ids[0], ids[1])
 				if l := listMachines(t, n, admin, "?q=sameserial9"); len(l.Machines) != 2 {
 					t.Errorf("q=sameserial9 finds %d machines, want 2", len(l.Machines))
@@ -892,7 +724,7 @@ func TestCommissionIdentity(t *testing.T) {
 				{recommission: true},
 				{report: testReport("b7c8d9e0-3333-4f5a-9b8c-1d2e3f4a5b01", "SWAP0001", "3c:fd:fe:07:00:01", "3c:fd:fe:07:00:02")},
 			},
-			check: func(t *testing.T, n *Node, admin string, ids []string) {
+			check: func(t *testing.T, n *nodetest.Node, admin string, ids []string) {
 				if ids[0] != ids[2] {
 					t.Fatalf("new NICs made a new machine: %s and %s", ids[0], ids[2])
 				}
@@ -914,7 +746,7 @@ func TestCommissionIdentity(t *testing.T) {
 				{recommission: true},
 				{report: testReport("c1d2e3f4-5555-4a5b-8c9d-2e3f4a5b6c02", "MOVEB001", "0c:c4:7a:09:00:01", "0c:c4:7a:08:00:02")},
 			},
-			check: func(t *testing.T, n *Node, admin string, ids []string) {
+			check: func(t *testing.T, n *nodetest.Node, admin string, ids []string) {
 				distinct(t, ids[0], ids[2])
 				a, _ := getMachine(t, n, admin, ids[0])
 				b, _ := getMachine(t, n, admin, ids[2])
@@ -934,7 +766,7 @@ func TestCommissionIdentity(t *testing.T) {
 				{create: &wire.CreateMachineRequest{Name: "db-07", MAC: "0C:C4:7A:0A:00:01"}},
 				{report: testReport("d4e5f6a7-6666-4b5c-9d8e-3f4a5b6c7d01", "HAND0001", "0c:c4:7a:0a:00:01", "0c:c4:7a:0a:00:02")},
 			},
-			check: func(t *testing.T, n *Node, admin string, ids []string) {
+			check: func(t *testing.T, n *nodetest.Node, admin string, ids []string) {
 				if ids[0] != ids[1] {
 					t.Fatalf("the commissioned board became %s, not the hand-added %s", ids[1], ids[0])
 				}
@@ -947,35 +779,45 @@ func TestCommissionIdentity(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			n, admin, agent := startTestNode(t)
+			n := nodetest.Start(t)
+
+			admin, agent := n.Admin, n.Agent
 			var ids []string
 			for _, s := range tc.steps {
 				if s.recommission {
 					id := ids[len(ids)-1]
-					if r := do(t, n, "POST", "/api/v1/machines/"+id+"/recommission", nil, bearer(admin)...); r.status != http.StatusOK {
+					if r := n.Do(t, "POST", "/api/v1/machines/"+id+"/recommission", nil, nodetest.Bearer(admin)...); r.Status != http.StatusOK {
 						t.Fatalf("recommission: %s", r)
 					}
 					ids = append(ids, id)
 					continue
 				}
 				if s.create != nil {
-					r := do(t, n, "POST", "/api/v1/machines", s.create, bearer(admin)...)
-					if r.status != http.StatusCreated {
+					r := n.Do(t, "POST", "/api/v1/machines", s.create, nodetest.Bearer(admin)...)
+					if r.Status != http.StatusCreated {
 						t.Fatalf("create: %s", r)
 					}
 					var m wire.MachineView
-					r.decode(t, &m)
+					r.Decode(t, &m)
 					ids = append(ids, m.ID)
 					continue
 				}
 				ids = append(ids, commission(t, n, agent, s.report).ID)
 			}
 			tc.check(t, n, admin, ids)
-			if l := listMachines(t, n, admin, ""); len(l.Machines) != len(dedupe(ids)) {
-				t.Errorf("%d machines in the store, want %d", len(l.Machines), len(dedupe(ids)))
+			if l := listMachines(t, n, admin, ""); len(l.Machines) != distinctCount(ids) {
+				t.Errorf("%d machines in the store, want %d", len(l.Machines), distinctCount(ids))
 			}
 		})
 	}
+}
+
+func distinctCount(ids []string) int {
+	set := map[string]bool{}
+	for _, id := range ids {
+		set[id] = true
+	}
+	return len(set)
 }
 
 func distinct(t *testing.T, a, b string) {
@@ -988,13 +830,32 @@ func distinct(t *testing.T, a, b string) {
 // A serial with a control character is refused before it can reach an index
 // (index keys are value + NUL + ID); the store also ignores such keys.
 func TestCommissionRefusesControlCharacters(t *testing.T) {
-	n, _, _ := startTestNode(t)
+	n := nodetest.Start(t)
 	before := stateOf(n)
-	r := do(t, n, "POST", "/api/v1/commission", testReport("03000200-0400-0500-0006-000700080009", "NULSER01\x00m-0123456789ab", "0c:c4:7a:0b:00:01", "0c:c4:7a:0b:00:02"), agentHeader(testBootToken(t, n, "0c:c4:7a:0b:00:01"))...)
-	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "system.serial") {
+	r := n.Do(t, "POST", "/api/v1/commission", testReport("03000200-0400-0500-0006-000700080009", "NULSER01\x00m-0123456789ab", "0c:c4:7a:0b:00:01", "0c:c4:7a:0b:00:02"), nodetest.AgentHeader(n.BootToken(t, "0c:c4:7a:0b:00:01"))...)
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "system.serial") {
 		t.Fatalf("NUL in a serial: %s", r)
 	}
 	if after := stateOf(n); after != before {
 		t.Fatalf("state changed: %+v → %+v", before, after)
+	}
+}
+
+func TestRecentEvents(t *testing.T) {
+	n := nodetest.Start(t)
+	admin := n.Admin
+	ctx := context.Background()
+	for i := 1; i <= 3; i++ {
+		n.Cluster().Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-%012x", i), Now: time.Now().UTC()})
+	}
+	n.Cluster().Apply(ctx, &raftfsm.MachineDelete{ID: "m-000000000002"})
+	var v struct {
+		Events []wire.Event `json:"events"`
+	}
+	if code := n.Call(t, admin, "GET", "/api/v1/events?limit=2", "", &v); code != 200 || len(v.Events) != 2 || v.Events[0].Machine != "m-000000000003" || v.Events[1].Machine != "m-000000000001" {
+		t.Fatalf("recent events: %d %+v", code, v.Events)
+	}
+	if code := n.Call(t, admin, "GET", "/api/v1/events?limit=0", "", nil); code != 400 {
+		t.Fatalf("limit 0: %d", code)
 	}
 }

@@ -1,4 +1,4 @@
-package appliance
+package httpapi
 
 import (
 	"encoding"
@@ -21,8 +21,9 @@ import (
 const openAPIVersion = "0.1"
 
 // getOpenAPI serves the OpenAPI 3.1 document built from the route table.
-func (n *Node) getOpenAPI(c *gin.Context) {
-	c.JSON(http.StatusOK, openAPIDocument(n.routes()))
+func (s *Server) getOpenAPI(c *gin.Context) error {
+	c.JSON(http.StatusOK, openAPIDocument(s.routes()))
+	return nil
 }
 
 // openAPIDocument describes the routes as an OpenAPI 3.1 document. It is
@@ -30,7 +31,7 @@ func (n *Node) getOpenAPI(c *gin.Context) {
 // (openapi_test.go checks it); request schemas come from the wire types the
 // handlers decode (package wire), by reflection. Maps make the output deterministic: JSON
 // encoding sorts their keys.
-func openAPIDocument(routes []route) map[string]any {
+func openAPIDocument(routes []Route) map[string]any {
 	g := &schemaGen{schemas: map[string]any{}, names: map[reflect.Type]string{}, taken: map[string]reflect.Type{}}
 	paths := map[string]any{}
 	for _, r := range routes {
@@ -43,7 +44,7 @@ func openAPIDocument(routes []route) map[string]any {
 		op := map[string]any{
 			"summary":     r.Summary,
 			"operationId": operationID(r.Method, r.Path),
-			"security":    security(r.auth),
+			"security":    security(r.Auth),
 			"responses": map[string]any{
 				"200":     map[string]any{"description": "success"},
 				"default": map[string]any{"$ref": "#/components/responses/Error"},
@@ -127,11 +128,11 @@ func operationID(method, ginPath string) string {
 	return id
 }
 
-func security(a authKind) []any {
+func security(a Auth) []any {
 	switch a {
-	case authAdmin:
+	case AuthAdmin:
 		return []any{map[string]any{"admin": []any{}}}
-	case authAgent, authBoot:
+	case AuthAgent, AuthBoot:
 		return []any{map[string]any{"agent": []any{}}}
 	}
 	// An empty list overrides any top-level requirement: no credential.

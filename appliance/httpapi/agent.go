@@ -1,9 +1,8 @@
-package appliance
+package httpapi
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -48,29 +47,25 @@ func identityOf(uuid, serial, bootMAC string, macs []string) raftfsm.Identity {
 	return id
 }
 
-func (n *Node) postEnlist(c *gin.Context) {
+func (s *Server) postEnlist(c *gin.Context) error {
 	var req wire.EnlistRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
 	if err := checkEnlist(req); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
 	boot := ""
 	if req.BootMAC != "" {
 		m, err := store.NormalizeMAC(req.BootMAC)
 		if err != nil {
-			n.fail(c, err)
-			return
+			return err
 		}
 		boot = m
 	}
 	if am := agentMAC(c); am != "" {
 		if boot != "" && boot != am {
-			n.fail(c, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: "boot_mac " + boot + " is not the MAC this boot token was handed to (" + am + ")"})
-			return
+			return Errorf(http.StatusForbidden, "forbidden", "boot_mac %s is not the MAC this boot token was handed to (%s)", boot, am)
 		}
 		boot = am
 	}
@@ -78,49 +73,46 @@ func (n *Node) postEnlist(c *gin.Context) {
 	for _, raw := range req.MACs {
 		m, err := store.NormalizeMAC(raw)
 		if err != nil {
-			n.fail(c, err)
-			return
+			return err
 		}
 		macs = append(macs, m)
 	}
 	if req.SystemUUID != "" && inventory.NormalizeUUID(req.SystemUUID) == "" {
-		n.fail(c, badRequest("system_uuid %q is not a UUID", clip(req.SystemUUID)))
-		return
+		return BadRequest("system_uuid %q is not a UUID", clip(req.SystemUUID))
 	}
 	id := identityOf(req.SystemUUID, req.Serial, boot, macs)
 	newID := newMachineID()
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.MachineEnlist{NewID: newID, Identity: id, Node: n.opts.Name, Now: time.Now().UTC(), AgentMAC: agentMAC(c)})
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineEnlist{NewID: newID, Identity: id, Node: s.cfg.Name, Now: time.Now().UTC(), AgentMAC: agentMAC(c)})
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	m, err := n.machineByIdentity(id, newID)
+	m, err := s.machineByIdentity(id, newID)
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	setIndex(c, idx)
 	c.JSON(http.StatusOK, wire.EnlistReply{ID: m.ID, State: m.State, Index: idx})
+	return nil
 }
 
 // checkEnlist holds an enlist to the limits of a report's same fields.
 func checkEnlist(req wire.EnlistRequest) error {
 	for _, f := range [][2]string{{"system_uuid", req.SystemUUID}, {"serial", req.Serial}, {"boot_mac", req.BootMAC}} {
 		if err := inventory.CheckText(f[0], f[1], false); err != nil {
-			return badRequest("%v", err)
+			return inventoryRefusal(err)
 		}
 	}
 	if len(req.MACs) > maxEnlistMACs {
-		return badRequest("macs: %d entries is more than the %d allowed", len(req.MACs), maxEnlistMACs)
+		return BadRequest("macs: %d entries is more than the %d allowed", len(req.MACs), maxEnlistMACs)
 	}
 	return nil
 }
 
 // machineByIdentity reads back the machine an applied enlist or commission
 // resolved to.
-func (n *Node) machineByIdentity(id raftfsm.Identity, newID string) (store.Machine, error) {
+func (s *Server) machineByIdentity(id raftfsm.Identity, newID string) (store.Machine, error) {
 	var m store.Machine
-	err := n.db.View(func(tx *store.Tx) error {
+	err := s.cfg.DB.View(func(tx *store.Tx) error {
 		if mm, err := tx.Machine(newID); err == nil {
 			m = mm
 			return nil
@@ -144,38 +136,35 @@ func (n *Node) machineByIdentity(id raftfsm.Identity, newID string) (store.Machi
 	return m, err
 }
 
-func (n *Node) postCommission(c *gin.Context) {
+func (s *Server) postCommission(c *gin.Context) error {
 	var rep inventory.Report
 	if err := decodeBody(c, maxInventoryBytes, &rep); err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge {
-			ae.Message = fmt.Sprintf("inventory is larger than the %d MiB allowed", maxInventoryBytes>>20)
+		var e *Error
+		if errors.As(err, &e) && e.Status == http.StatusRequestEntityTooLarge {
+			return Errorf(http.StatusRequestEntityTooLarge, "too_large", "inventory is larger than the %d MiB allowed", maxInventoryBytes>>20)
 		}
-		n.fail(c, err)
-		return
+		return err
 	}
 	if am := agentMAC(c); rep.BootMAC == "" {
 		rep.BootMAC = am
 	}
-	cmd, err := n.commissionCommand(&rep, agentMAC(c))
+	cmd, err := s.commissionCommand(&rep, agentMAC(c))
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	idx, err := n.cluster.Apply(c.Request.Context(), cmd)
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), cmd)
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	m, err := n.machineByIdentity(cmd.Identity, cmd.NewID)
+	m, err := s.machineByIdentity(cmd.Identity, cmd.NewID)
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	n.log.Info("machine commissioned", "machine", m.ID, "key", cmd.Identity.Key, "index", idx)
-	go n.queueDetect(n.background(), m.ID)
-	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	s.log.Info("machine commissioned", "machine", m.ID, "key", cmd.Identity.Key, "index", idx)
+	go s.queueDetect(s.cfg.Background, m.ID)
+	setIndex(c, idx)
 	c.JSON(http.StatusOK, wire.CommissionReply{ID: m.ID, State: m.State, Index: idx})
+	return nil
 }
 
 // commissionCommand validates a report and turns it into a command: the BMC
@@ -184,12 +173,14 @@ func (n *Node) postCommission(c *gin.Context) {
 //
 // agentMAC is the MAC of the boot token the upload came with ("" for
 // an operator's shared agent token): the report's boot MAC must be it.
-func (n *Node) commissionCommand(rep *inventory.Report, agentMAC string) (*raftfsm.Commission, error) {
+func (s *Server) commissionCommand(rep *inventory.Report, agentMAC string) (*raftfsm.Commission, error) {
 	if err := inventory.Validate(rep); err != nil {
-		return nil, &apiError{Status: http.StatusBadRequest, Code: "invalid_inventory", Message: "inventory rejected: " + strings.ReplaceAll(err.Error(), "\n", "; ")}
+		// inventory.Validate writes its findings for the operator (the
+		// agent prints the same), one a line, naming the field.
+		return nil, Wrap(http.StatusBadRequest, "invalid_inventory", "inventory rejected: "+strings.ReplaceAll(err.Error(), "\n", "; "), err)
 	}
 	if agentMAC != "" && rep.BootMAC != agentMAC {
-		return nil, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: "boot_mac " + rep.BootMAC + " is not the MAC this boot token was handed to (" + agentMAC + ")"}
+		return nil, Errorf(http.StatusForbidden, "forbidden", "boot_mac %s is not the MAC this boot token was handed to (%s)", rep.BootMAC, agentMAC)
 	}
 	newID := newMachineID()
 	var bmc *raftfsm.BMC
@@ -205,7 +196,7 @@ func (n *Node) commissionCommand(rep *inventory.Report, agentMAC string) (*raftf
 			// The sealed secret is bound to the machine it belongs to; the
 			// ID is only known after resolution, so bind to the identity key.
 			aad := bmcAAD(aadBMCAgent+identityKeyOf(rep), rep.BMC.Address)
-			sealed, err := n.key.Seal([]byte(rep.BMC.Password), []byte(aad))
+			sealed, err := s.cfg.Key.Seal([]byte(rep.BMC.Password), []byte(aad))
 			if err != nil {
 				return nil, err
 			}
@@ -243,7 +234,7 @@ func (n *Node) commissionCommand(rep *inventory.Report, agentMAC string) (*raftf
 		Summary:   raftfsm.SummaryBody(inventory.Summarize(rep)),
 		Inventory: doc,
 		BMC:       bmc,
-		Node:      n.opts.Name,
+		Node:      s.cfg.Name,
 		Now:       time.Now().UTC(),
 		AgentMAC:  agentMAC,
 	}, nil
@@ -257,25 +248,6 @@ func identityKeyOf(rep *inventory.Report) string {
 	return inventory.Key(rep.System.UUID, rep.System.Serial, boot)
 }
 
-// bmcAAD is what a BMC password is sealed to: the record it belongs to and
-// the address it was made for. A password opens only for that address
-// (openBMCPassword): moved to another, it is never sent.
-func bmcAAD(owner, address string) string { return owner + "@" + address }
-
-// openBMCPassword opens a BMC's sealed password for use against its current
-// address. Seals older than the address binding (no "@") open as before:
-// the state machine drops a password whenever the address changes.
-func (n *Node) openBMCPassword(b store.BMC) (string, error) {
-	if i := strings.LastIndexByte(b.PasswordAAD, '@'); i >= 0 && b.PasswordAAD[i+1:] != b.Address {
-		return "", errors.New("the BMC password was set for another address: set it again (rollcall bmc ID -password -)")
-	}
-	pw, err := n.key.Open(b.PasswordSealed, []byte(b.PasswordAAD))
-	if err != nil {
-		return "", errors.New("cannot open the sealed BMC password on this node")
-	}
-	return string(pw), nil
-}
-
 // BMC hints carry passwords, so only the booted machine may ask, only for
 // its own MACs, a few at a time and a few times a minute.
 const (
@@ -286,24 +258,21 @@ const (
 
 // getBMCHint is GET /api/v1/bmc-hint?macs=a,b, with a boot token: the MACs
 // must be the token's own MAC or MACs of the machine that owns it.
-func (n *Node) getBMCHint(c *gin.Context) {
+func (s *Server) getBMCHint(c *gin.Context) error {
 	am := agentMAC(c)
 	raw := c.Query("macs")
 	if raw == "" {
-		n.fail(c, badRequest("macs is required: a comma-separated list of the machine's MACs"))
-		return
+		return BadRequest("macs is required: a comma-separated list of the machine's MACs")
 	}
 	parts := strings.Split(raw, ",")
 	if len(parts) > maxHintMACs {
-		n.fail(c, badRequest("macs: %d MACs is more than the %d a hint may ask for", len(parts), maxHintMACs))
-		return
+		return BadRequest("macs: %d MACs is more than the %d a hint may ask for", len(parts), maxHintMACs)
 	}
-	if !n.hintLimiter.allow(am, time.Now()) {
-		n.fail(c, &apiError{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: fmt.Sprintf("at most %d BMC hints a minute for one machine; retry later", hintsPerMinute)})
-		return
+	if !s.hintLimiter.allow(am, time.Now()) {
+		return Errorf(http.StatusTooManyRequests, "rate_limited", "at most %d BMC hints a minute for one machine; retry later", hintsPerMinute)
 	}
 	own := map[string]bool{am: true}
-	n.db.View(func(tx *store.Tx) error {
+	s.cfg.DB.View(func(tx *store.Tx) error {
 		for _, id := range tx.MachineIDsByMAC(am) {
 			if m, err := tx.Machine(id); err == nil {
 				for _, mac := range m.MACs {
@@ -313,22 +282,42 @@ func (n *Node) getBMCHint(c *gin.Context) {
 		}
 		return nil
 	})
-	for _, s := range parts {
-		mac, err := store.NormalizeMAC(s)
+	for _, p := range parts {
+		mac, err := store.NormalizeMAC(p)
 		if err != nil {
-			n.fail(c, err)
-			return
+			return err
 		}
 		if !own[mac] {
-			n.fail(c, &apiError{Status: http.StatusForbidden, Code: "forbidden", Message: mac + " is not a MAC of the machine this boot token was handed to"})
-			return
+			return Errorf(http.StatusForbidden, "forbidden", "%s is not a MAC of the machine this boot token was handed to", mac)
 		}
-		if h, ok := n.conf.BMCHints[mac]; ok {
+		if h, ok := s.cfg.BMCHints[mac]; ok {
 			c.JSON(http.StatusOK, wire.BMCHintReply{MAC: mac, Driver: h.Driver, Address: h.Address, User: h.User, Password: h.Password})
-			return
+			return nil
 		}
 	}
-	n.fail(c, &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "no bmc_hints entry for these MACs"})
+	return Errorf(http.StatusNotFound, "not_found", "no bmc_hints entry for these MACs")
+}
+
+// inventoryRefusal is a field the agent's report rules refuse. Their
+// messages are written for the operator by store/inventory, which the agent
+// shares and which cannot speak the API's error types: the field, the
+// limit, what was sent.
+func inventoryRefusal(err error) error {
+	return Wrap(http.StatusBadRequest, "bad_request", err.Error(), err)
+}
+
+// dedupe drops repeats, keeping the first of each in place (a report may
+// hold 32,768 addresses: a set, not a scan).
+func dedupe(in []string) []string {
+	var out []string
+	seen := make(map[string]struct{}, len(in))
+	for _, v := range in {
+		if _, dup := seen[v]; !dup {
+			seen[v] = struct{}{}
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func clip(s string) string {
@@ -336,9 +325,4 @@ func clip(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-// commissionExample is the request body shown in the OpenAPI document.
-func commissionExample() inventory.Report {
-	return inventory.Report{Version: inventory.SchemaVersion}
 }

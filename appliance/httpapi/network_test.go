@@ -1,4 +1,4 @@
-package appliance
+package httpapi_test
 
 import (
 	"fmt"
@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
-// ---- the network model over HTTP, on one real node (the CLI's network
-// verbs are appliance/cli's tests)
+// ---- the network model over HTTP and from the CLI, on one real node
 
 // mustDo sends a request and fails the test unless it answers want.
-func mustDo(t testing.TB, n *Node, want int, method, path string, body any, admin string) apiResponse {
+func mustDo(t testing.TB, n *nodetest.Node, want int, method, path string, body any, admin string) nodetest.Response {
 	t.Helper()
-	r := do(t, n, method, path, body, bearer(admin)...)
-	if r.status != want {
+	r := n.Do(t, method, path, body, nodetest.Bearer(admin)...)
+	if r.Status != want {
 		t.Fatalf("%s %s = %s, want %d", method, path, r, want)
 	}
 	return r
@@ -28,7 +28,7 @@ func mustDo(t testing.TB, n *Node, want int, method, path string, body any, admi
 
 // referenceSite is the reference's example over the API: hall-a, VLAN 0,
 // 10.50.0.0/24 with reserved, static and dynamic ranges, and a machine.
-func referenceSite(t testing.TB, n *Node, admin string) (machineID string) {
+func referenceSite(t testing.TB, n *nodetest.Node, admin string) (machineID string) {
 	t.Helper()
 	vid := 0
 	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/fabrics", wire.FabricRequest{Name: "hall-a"}, admin)
@@ -45,22 +45,24 @@ func referenceSite(t testing.TB, n *Node, admin string) (machineID string) {
 		mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ranges", wire.RangeRequest{Subnet: "10.50.0.0/24", Kind: r[0], First: r[1], Last: r[2]}, admin)
 	}
 	var m wire.MachineView
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "node1"}, admin).decode(t, &m)
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "node1"}, admin).Decode(t, &m)
 	return m.ID
 }
 
 func TestNetworkAPI(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	mid := referenceSite(t, n, admin)
 
 	alloc := func(body wire.AllocateRequest) wire.Address {
 		t.Helper()
 		r := mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/allocate", body, admin)
-		if r.header.Get(headerIndex) == "" {
+		if r.Header.Get(headerIndex) == "" {
 			t.Errorf("allocate: no %s", headerIndex)
 		}
 		var a wire.Address
-		r.decode(t, &a)
+		r.Decode(t, &a)
 		return a
 	}
 	// Auto allocation walks the static range from its start, by name or ID.
@@ -76,7 +78,7 @@ func TestNetworkAPI(t *testing.T) {
 		t.Fatalf("static allocation = %+v", a)
 	}
 	var rsv wire.Address
-	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin).decode(t, &rsv)
+	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin).Decode(t, &rsv)
 	if rsv.How != store.HowReserved || rsv.Name != "switch-1" {
 		t.Fatalf("reserve = %+v", rsv)
 	}
@@ -89,7 +91,7 @@ func TestNetworkAPI(t *testing.T) {
 
 	var ips wire.AddressList
 	r := mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips?subnet=10.50.0.0/24", nil, admin)
-	r.decode(t, &ips)
+	r.Decode(t, &ips)
 	var got []string
 	for _, a := range ips.Addresses {
 		got = append(got, a.IP.String()+" "+a.How)
@@ -97,34 +99,34 @@ func TestNetworkAPI(t *testing.T) {
 	if want := "10.50.0.5 reserved,10.50.0.50 auto,10.50.0.51 auto,10.50.0.60 static"; strings.Join(got, ",") != want {
 		t.Fatalf("ip list = %v, want %s", got, want)
 	}
-	if r.header.Get(headerIndex) != fmt.Sprint(ips.Index) || ips.Index == 0 {
-		t.Errorf("%s = %q, body index %d", headerIndex, r.header.Get(headerIndex), ips.Index)
+	if r.Header.Get(headerIndex) != fmt.Sprint(ips.Index) || ips.Index == 0 {
+		t.Errorf("%s = %q, body index %d", headerIndex, r.Header.Get(headerIndex), ips.Index)
 	}
 
 	var sd wire.SubnetDetail
-	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets/10.50.0.0/24", nil, admin).decode(t, &sd)
+	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets/10.50.0.0/24", nil, admin).Decode(t, &sd)
 	if sd.Used != 4 || len(sd.Ranges) != 3 || sd.Gateway.String() != "10.50.0.1" || sd.Domain != "dc.example" || len(sd.DNS) != 1 {
 		t.Fatalf("subnet = %+v", sd)
 	}
 	var sl wire.SubnetList
-	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets", nil, admin).decode(t, &sl)
+	mustDo(t, n, http.StatusOK, "GET", "/api/v1/subnets", nil, admin).Decode(t, &sl)
 	if len(sl.Subnets) != 1 || sl.Subnets[0].Used != 4 {
 		t.Fatalf("subnet list = %+v", sl)
 	}
 	var rl wire.RangeList
-	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ranges?subnet=10.50.0.0/24", nil, admin).decode(t, &rl)
+	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ranges?subnet=10.50.0.0/24", nil, admin).Decode(t, &rl)
 	if len(rl.Ranges) != 3 || rl.Ranges[0].Kind != "reserved" || rl.Ranges[2].Kind != "dynamic" {
 		t.Fatalf("ranges = %+v", rl)
 	}
 
 	// PUT replaces the VLAN's DHCP service.
 	var vd wire.VLANDetail
-	mustDo(t, n, http.StatusOK, "PUT", "/api/v1/vlans/hall-a/0", wire.VLANUpdate{DHCP: "full", Servers: []wire.VLANServer{{Node: "t1", Iface: "eth1"}}, MTU: 9000}, admin).decode(t, &vd)
+	mustDo(t, n, http.StatusOK, "PUT", "/api/v1/vlans/hall-a/0", wire.VLANUpdate{DHCP: "full", Servers: []wire.VLANServer{{Node: "t1", Iface: "eth1"}}, MTU: 9000}, admin).Decode(t, &vd)
 	if vd.DHCP != "full" || vd.MTU != 9000 || len(vd.Servers) != 1 || len(vd.Subnets) != 1 || vd.Created.IsZero() {
 		t.Fatalf("vlan after PUT = %+v", vd)
 	}
 	var fd wire.FabricDetail
-	mustDo(t, n, http.StatusOK, "GET", "/api/v1/fabrics/hall-a", nil, admin).decode(t, &fd)
+	mustDo(t, n, http.StatusOK, "GET", "/api/v1/fabrics/hall-a", nil, admin).Decode(t, &fd)
 	if fd.Kind != "ethernet" || len(fd.VLANs) != 1 || fd.VLANs[0].DHCP != "full" {
 		t.Fatalf("fabric = %+v", fd)
 	}
@@ -141,14 +143,14 @@ func TestNetworkAPI(t *testing.T) {
 	// A blocking list wakes on a write to the network table.
 	var il wire.AddressList
 	r = mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips", nil, admin)
-	r.decode(t, &il)
+	r.Decode(t, &il)
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		do(t, n, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.6", Name: "switch-2"}, bearer(admin)...)
+		n.Do(t, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.6", Name: "switch-2"}, nodetest.Bearer(admin)...)
 	}()
-	waited := do(t, n, "GET", fmt.Sprintf("/api/v1/ips?index=%d&wait=5s", il.Index), nil, bearer(admin)...)
+	waited := n.Do(t, "GET", fmt.Sprintf("/api/v1/ips?index=%d&wait=5s", il.Index), nil, nodetest.Bearer(admin)...)
 	var wl wire.AddressList
-	waited.decode(t, &wl)
+	waited.Decode(t, &wl)
 	if wl.Index <= il.Index || len(wl.Addresses) != len(il.Addresses)+1 {
 		t.Fatalf("blocking query = %s, want the reservation", waited)
 	}
@@ -156,14 +158,14 @@ func TestNetworkAPI(t *testing.T) {
 	// Removal: ranges, then the subnet only with force while it has addresses.
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/ranges/10.50.0.200", nil, admin)
 	r = mustDo(t, n, http.StatusConflict, "DELETE", "/api/v1/subnets/10.50.0.0/24", nil, admin)
-	if !strings.Contains(r.errorMessage(), "10.50.0.5") || !strings.Contains(r.errorMessage(), "-force") {
+	if !strings.Contains(r.ErrorMessage(), "10.50.0.5") || !strings.Contains(r.ErrorMessage(), "-force") {
 		t.Errorf("delete without force: %s", r)
 	}
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/subnets/10.50.0.0/24?force=1", nil, admin)
 	mustDo(t, n, http.StatusNotFound, "GET", "/api/v1/subnets/10.50.0.0/24", nil, admin)
 	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips?subnet=10.0.0.0/8", nil, admin) // any prefix filters
 	var left wire.AddressList
-	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips", nil, admin).decode(t, &left)
+	mustDo(t, n, http.StatusOK, "GET", "/api/v1/ips", nil, admin).Decode(t, &left)
 	if len(left.Addresses) != 1 || left.Addresses[0].IP.String() != "fd00:50::10" {
 		t.Fatalf("addresses after forced delete = %+v", left.Addresses)
 	}
@@ -171,7 +173,7 @@ func TestNetworkAPI(t *testing.T) {
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/vlans/hall-a/0", nil, admin)
 	mustDo(t, n, http.StatusOK, "DELETE", "/api/v1/fabrics/hall-a", nil, admin)
 	var fl wire.FabricList
-	mustDo(t, n, http.StatusOK, "GET", "/api/v1/fabrics", nil, admin).decode(t, &fl)
+	mustDo(t, n, http.StatusOK, "GET", "/api/v1/fabrics", nil, admin).Decode(t, &fl)
 	if len(fl.Fabrics) != 0 || fl.Fabrics == nil {
 		t.Fatalf("fabrics = %+v", fl)
 	}
@@ -180,7 +182,9 @@ func TestNetworkAPI(t *testing.T) {
 // TestConcurrentAllocate: many clients on one node at once each get a
 // different address, and nothing in the range is skipped for good.
 func TestConcurrentAllocate(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	mid := referenceSite(t, n, admin)
 	const clients, each = 16, 6
 	var mu sync.Mutex
@@ -189,13 +193,13 @@ func TestConcurrentAllocate(t *testing.T) {
 	for range clients {
 		wg.Go(func() {
 			for range each {
-				r := do(t, n, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, bearer(admin)...)
-				if r.status != http.StatusCreated {
+				r := n.Do(t, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, nodetest.Bearer(admin)...)
+				if r.Status != http.StatusCreated {
 					t.Errorf("allocate: %s", r)
 					return
 				}
 				var a wire.Address
-				r.decode(t, &a)
+				r.Decode(t, &a)
 				mu.Lock()
 				if seen[a.IP.String()] {
 					t.Errorf("%s handed out twice", a.IP)
@@ -212,13 +216,15 @@ func TestConcurrentAllocate(t *testing.T) {
 		mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, admin)
 	}
 	r := mustDo(t, n, http.StatusConflict, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.50.0.0/24", Machine: mid}, admin)
-	if !strings.Contains(r.errorMessage(), "no free address") {
+	if !strings.Contains(r.ErrorMessage(), "no free address") {
 		t.Errorf("full subnet: %s", r)
 	}
 }
 
 func TestNetworkBadInput(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	mid := referenceSite(t, n, admin)
 	mustDo(t, n, http.StatusCreated, "POST", "/api/v1/ips/reserve", wire.ReserveRequest{IP: "10.50.0.5", Name: "switch-1"}, admin)
 	vid := 0
@@ -294,13 +300,13 @@ func TestNetworkBadInput(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)
-			r := do(t, n, tc.method, tc.path, tc.body, bearer(admin)...)
-			if r.status != tc.status {
+			r := n.Do(t, tc.method, tc.path, tc.body, nodetest.Bearer(admin)...)
+			if r.Status != tc.status {
 				t.Fatalf("%s %s = %s, want %d", tc.method, tc.path, r, tc.status)
 			}
 			for _, m := range tc.message {
-				if !strings.Contains(r.errorMessage(), m) {
-					t.Errorf("message %q does not name %q", r.errorMessage(), m)
+				if !strings.Contains(r.ErrorMessage(), m) {
+					t.Errorf("message %q does not name %q", r.ErrorMessage(), m)
 				}
 			}
 			if after := stateOf(n); after.applied != before.applied {
@@ -310,7 +316,7 @@ func TestNetworkBadInput(t *testing.T) {
 	}
 	t.Run("admin token required", func(t *testing.T) {
 		for _, path := range []string{"/api/v1/fabrics", "/api/v1/vlans", "/api/v1/subnets", "/api/v1/ranges", "/api/v1/ips"} {
-			if r := do(t, n, "GET", path, nil); r.status != http.StatusUnauthorized {
+			if r := n.Do(t, "GET", path, nil); r.Status != http.StatusUnauthorized {
 				t.Errorf("GET %s without a token = %s", path, r)
 			}
 		}

@@ -1,4 +1,4 @@
-package appliance
+package httpapi_test
 
 import (
 	"compress/gzip"
@@ -19,31 +19,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/httpapi"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
+
+	"github.com/rollcall/rollcall/appliance/boottoken"
 )
 
 // Regression tests for the outside probe's findings on the agent's side of
 // the API (the provisioning network is hostile): each reproduction first,
 // then the same class elsewhere.
 
-// importTestImage makes the commissioning image exist, so boot scripts boot
-// the agent (and hand out its token).
-func importTestImage(t *testing.T, n *Node, admin string) {
-	t.Helper()
-	kf := upload(t, n, admin, "commissioning", "kernel", []byte("kernel bytes"))
-	inf := upload(t, n, admin, "commissioning", "initrd", []byte("initrd bytes"))
-	body, _ := json.Marshal(wire.ImageRequest{Name: "commissioning", Files: []wire.ImageFile{kf, inf}})
-	if code := call(t, n, admin, http.MethodPost, "/api/v1/images", string(body), nil); code != http.StatusCreated {
-		t.Fatalf("post image: %d", code)
-	}
-}
-
 var tokenArg = regexp.MustCompile(`rollcall\.token=(\S+)`)
 
 // scriptToken is the token the iPXE script hands mac.
-func scriptToken(t *testing.T, n *Node, mac string) string {
+func scriptToken(t *testing.T, n *nodetest.Node, mac string) string {
 	t.Helper()
 	resp, err := http.Get("http://" + n.HTTPAddr() + "/boot/ipxe?mac=" + mac)
 	if err != nil {
@@ -62,8 +54,10 @@ func scriptToken(t *testing.T, n *Node, mac string) string {
 // operator-set BMC to the attacker's address, and the next power call sent
 // the operator's password there.
 func TestBMCCannotBeRedirected(t *testing.T) {
-	n, admin, agent := startTestNode(t)
-	importTestImage(t, n, admin)
+	n := nodetest.Start(t)
+
+	admin, agent := n.Admin, n.Agent
+	n.ImportImage(t, admin, "commissioning", []byte("kernel bytes"), []byte("initrd bytes")) // boot scripts then boot the agent, and hand out its token
 	const mac = "52:54:00:00:77:01"
 
 	// The attacker's "BMC": any request reaching it is a leak.
@@ -75,23 +69,23 @@ func TestBMCCannotBeRedirected(t *testing.T) {
 	defer trap.Close()
 	trapAddr := strings.TrimPrefix(trap.URL, "https://")
 
-	if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "victim", MAC: mac}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "victim", MAC: mac}, nodetest.Bearer(admin)...); r.Status != http.StatusCreated {
 		t.Fatalf("add: %s", r)
 	}
-	if r := do(t, n, "PUT", "/api/v1/machines/victim/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1", User: "opadmin", Password: "op-secret-1"}, bearer(admin)...); r.status != http.StatusOK {
+	if r := n.Do(t, "PUT", "/api/v1/machines/victim/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1", User: "opadmin", Password: "op-secret-1"}, nodetest.Bearer(admin)...); r.Status != http.StatusOK {
 		t.Fatalf("bmc: %s", r)
 	}
 	before := machineByName(t, n, "victim")
 
 	// The shared agent token no longer commissions at all.
 	attack := `{"version":1,"boot_mac":"` + mac + `","bmc":{"driver":"redfish","address":"` + trapAddr + `","user":"opadmin"}}`
-	if r := do(t, n, "POST", "/api/v1/commission", attack, agentHeader(agent)...); r.status != http.StatusUnauthorized {
+	if r := n.Do(t, "POST", "/api/v1/commission", attack, nodetest.AgentHeader(agent)...); r.Status != http.StatusUnauthorized {
 		t.Fatalf("commission with the shared agent token: %s, want 401", r)
 	}
 	// The boot token the script hands that MAC commissions, but cannot
 	// touch the operator's BMC.
 	boot := scriptToken(t, n, mac)
-	if r := do(t, n, "POST", "/api/v1/commission", attack, agentHeader(boot)...); r.status != http.StatusOK {
+	if r := n.Do(t, "POST", "/api/v1/commission", attack, nodetest.AgentHeader(boot)...); r.Status != http.StatusOK {
 		t.Fatalf("commission with the boot token: %s", r)
 	}
 	after := machineByName(t, n, "victim")
@@ -108,16 +102,18 @@ func TestBMCCannotBeRedirected(t *testing.T) {
 
 // A password is bound to the address it was made for, whoever changes it.
 func TestBMCPasswordBoundToAddress(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	rep := testReport("0f9e8d7c-6b5a-4c3d-8e2f-1a0b9c8d7e6f", "BIND0001", "0c:c4:7a:77:00:01")
 	rep.BMC = &inventory.BMC{Driver: "ipmi", Address: "127.0.0.1:6230", User: "rollcall", Password: "agent-made-1"}
 	id := commission(t, n, "", rep).ID
 	m := machineByName(t, n, id)
-	if pw, err := n.openBMCPassword(*m.BMC); err != nil || pw != "agent-made-1" {
+	if pw, err := httpapi.OpenBMCPassword(n.Key(t), *m.BMC); err != nil || pw != "agent-made-1" {
 		t.Fatalf("open the agent's password: %q %v", pw, err)
 	}
 	// The same agent, booted again, reports another address and no password.
-	if r := do(t, n, "POST", "/api/v1/machines/"+id+"/recommission", nil, bearer(admin)...); r.status != http.StatusOK {
+	if r := n.Do(t, "POST", "/api/v1/machines/"+id+"/recommission", nil, nodetest.Bearer(admin)...); r.Status != http.StatusOK {
 		t.Fatalf("recommission: %s", r)
 	}
 	rep.BMC = &inventory.BMC{Driver: "ipmi", Address: "127.0.0.1:6231", User: "rollcall"}
@@ -128,14 +124,14 @@ func TestBMCPasswordBoundToAddress(t *testing.T) {
 	// A sealed password moved to another address by hand never opens.
 	moved := *m.BMC
 	moved.Address = "127.0.0.1:9999"
-	if _, err := n.openBMCPassword(moved); err == nil {
+	if _, err := httpapi.OpenBMCPassword(n.Key(t), moved); err == nil {
 		t.Fatal("a password opened for an address it was not made for")
 	}
 	// An operator who changes the address without a password loses it too.
-	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1:6232", User: "op", Password: "op-made-1"}, bearer(admin)...); r.status != http.StatusOK {
+	if r := n.Do(t, "PUT", "/api/v1/machines/"+id+"/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1:6232", User: "op", Password: "op-made-1"}, nodetest.Bearer(admin)...); r.Status != http.StatusOK {
 		t.Fatalf("bmc: %s", r)
 	}
-	if r := do(t, n, "PUT", "/api/v1/machines/"+id+"/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1:6233", User: "op"}, bearer(admin)...); r.status != http.StatusOK {
+	if r := n.Do(t, "PUT", "/api/v1/machines/"+id+"/bmc", wire.BMCRequest{Driver: "ipmi", Address: "127.0.0.1:6233", User: "op"}, nodetest.Bearer(admin)...); r.Status != http.StatusOK {
 		t.Fatalf("bmc: %s", r)
 	}
 	if m := machineByName(t, n, id); len(m.BMC.PasswordSealed) != 0 {
@@ -143,10 +139,10 @@ func TestBMCPasswordBoundToAddress(t *testing.T) {
 	}
 }
 
-func machineByName(t *testing.T, n *Node, ref string) store.Machine {
+func machineByName(t *testing.T, n *nodetest.Node, ref string) store.Machine {
 	t.Helper()
 	var m store.Machine
-	n.db.View(func(tx *store.Tx) error { m, _ = tx.MachineByRef(ref); return nil })
+	n.Store().View(func(tx *store.Tx) error { m, _ = tx.MachineByRef(ref); return nil })
 	if m.ID == "" {
 		t.Fatalf("no machine %s", ref)
 	}
@@ -155,13 +151,15 @@ func machineByName(t *testing.T, n *Node, ref string) store.Machine {
 
 // A boot token acts for its own machine only, and only while it boots.
 func TestBootTokenScope(t *testing.T) {
-	n, admin, _ := startTestNode(t)
-	importTestImage(t, n, admin)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
+	n.ImportImage(t, admin, "commissioning", []byte("kernel bytes"), []byte("initrd bytes")) // boot scripts then boot the agent, and hand out its token
 	ready := testReport("1a2b3c4d-0000-4e5f-8a9b-0c1d2e3f4a01", "READY0001", "0c:c4:7a:70:00:01", "0c:c4:7a:70:00:02")
 	commission(t, n, "", ready)
 
 	attacker := "52:54:00:66:00:01"
-	boot := agentHeader(scriptToken(t, n, attacker))
+	boot := nodetest.AgentHeader(scriptToken(t, n, attacker))
 	tests := map[string]struct {
 		path string
 		body any
@@ -177,8 +175,8 @@ func TestBootTokenScope(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)
-			r := do(t, n, "POST", tc.path, tc.body, boot...)
-			if r.status != tc.want || !strings.Contains(r.errorMessage(), tc.msg) {
+			r := n.Do(t, "POST", tc.path, tc.body, boot...)
+			if r.Status != tc.want || !strings.Contains(r.ErrorMessage(), tc.msg) {
 				t.Fatalf("got %s, want %d with %q", r, tc.want, tc.msg)
 			}
 			if after := stateOf(n); after != before {
@@ -189,50 +187,52 @@ func TestBootTokenScope(t *testing.T) {
 	// The ready machine's own token is refused too: it acts only while
 	// its machine is new or commissioning.
 	// (Its boot script powers it off and hands out no token at all.)
-	own := agentHeader(testBootToken(t, n, ready.BootMAC))
-	if r := do(t, n, "POST", "/api/v1/enlist", wire.EnlistRequest{SystemUUID: ready.System.UUID, BootMAC: ready.BootMAC}, own...); r.status != http.StatusForbidden {
+	own := nodetest.AgentHeader(n.BootToken(t, ready.BootMAC))
+	if r := n.Do(t, "POST", "/api/v1/enlist", wire.EnlistRequest{SystemUUID: ready.System.UUID, BootMAC: ready.BootMAC}, own...); r.Status != http.StatusForbidden {
 		t.Fatalf("a ready machine's token enlisted: %s", r)
 	}
 	// A token for one MAC has nothing in common with another's.
-	if a, b := scriptToken(t, n, "52:54:00:66:00:01"), scriptToken(t, n, "52:54:00:66:00:02"); a == b || !strings.HasPrefix(a, bootTokenPrefix) {
+	if a, b := scriptToken(t, n, "52:54:00:66:00:01"), scriptToken(t, n, "52:54:00:66:00:02"); a == b || !strings.HasPrefix(a, boottoken.Prefix) {
 		t.Fatalf("tokens %q and %q", a, b)
 	}
 }
 
 // Finding 4: 65,536 MACs were searched for BMC hints in 4 requests.
 func TestBMCHintsOnlyForTheBootedMachine(t *testing.T) {
-	n, _, agent := startTestNodeWith(t, testNodeOptions{config: `{"bmc_hints": {"52:54:00:55:00:09": {"driver": "redfish", "address": "127.0.0.1:1", "user": "u", "password": "hint-secret-9"}}}`})
-	boot := agentHeader(testBootToken(t, n, "52:54:00:55:00:01"))
+	n := nodetest.StartWith(t, nodetest.Options{Config: `{"bmc_hints": {"52:54:00:55:00:09": {"driver": "redfish", "address": "127.0.0.1:1", "user": "u", "password": "hint-secret-9"}}}`})
+
+	agent := n.Agent
+	boot := nodetest.AgentHeader(n.BootToken(t, "52:54:00:55:00:01"))
 	many := make([]string, 16384)
 	for i := range many {
 		many[i] = "52:54:00:55:" + hex2(i>>8) + ":" + hex2(i&0xff)
 	}
 	// The whole request line is past the header limit (431) before the
 	// handler's own bound of 8 MACs (400) is reached.
-	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs="+strings.Join(many, ","), nil, boot...); r.status != http.StatusRequestHeaderFieldsTooLarge {
+	if r := n.Do(t, "GET", "/api/v1/bmc-hint?macs="+strings.Join(many, ","), nil, boot...); r.Status != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("16,384 MACs: %s", r)
 	}
-	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs="+strings.Join(many[:9], ","), nil, boot...); r.status != http.StatusBadRequest {
+	if r := n.Do(t, "GET", "/api/v1/bmc-hint?macs="+strings.Join(many[:9], ","), nil, boot...); r.Status != http.StatusBadRequest {
 		t.Fatalf("9 MACs: %s", r)
 	}
-	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, boot...); r.status != http.StatusForbidden || strings.Contains(string(r.body), "hint-secret") {
+	if r := n.Do(t, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, boot...); r.Status != http.StatusForbidden || strings.Contains(string(r.Body), "hint-secret") {
 		t.Fatalf("another machine's hint: %s", r)
 	}
-	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, agentHeader(agent)...); r.status != http.StatusUnauthorized {
+	if r := n.Do(t, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, nodetest.AgentHeader(agent)...); r.Status != http.StatusUnauthorized {
 		t.Fatalf("hint with the shared agent token: %s", r)
 	}
-	owner := agentHeader(testBootToken(t, n, "52:54:00:55:00:09"))
-	if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, owner...); r.status != http.StatusOK || !strings.Contains(string(r.body), "hint-secret-9") {
+	owner := nodetest.AgentHeader(n.BootToken(t, "52:54:00:55:00:09"))
+	if r := n.Do(t, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, owner...); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "hint-secret-9") {
 		t.Fatalf("the machine's own hint: %s", r)
 	}
 	limited := false
-	for range hintsPerMinute + 1 {
-		if r := do(t, n, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, owner...); r.status == http.StatusTooManyRequests {
+	for range httpapi.HintsPerMinute + 1 {
+		if r := n.Do(t, "GET", "/api/v1/bmc-hint?macs=52:54:00:55:00:09", nil, owner...); r.Status == http.StatusTooManyRequests {
 			limited = true
 		}
 	}
 	if !limited {
-		t.Fatalf("%d hints in a row were not rate-limited", hintsPerMinute+2)
+		t.Fatalf("%d hints in a row were not rate-limited", httpapi.HintsPerMinute+2)
 	}
 }
 
@@ -241,14 +241,14 @@ func hex2(b int) string { return fmt.Sprintf("%02x", b&0xff) }
 // Finding 2: 300,000 addresses under one NIC stalled every write of the
 // cluster. Every field is bounded, before anything is proposed.
 func TestCommissionLimits(t *testing.T) {
-	n, _, _ := startTestNode(t)
+	n := nodetest.Start(t)
 	const mac = "0c:c4:7a:71:00:01"
-	boot := agentHeader(testBootToken(t, n, mac))
-	post := func(t *testing.T, rep inventory.Report) apiResponse {
+	boot := nodetest.AgentHeader(n.BootToken(t, mac))
+	post := func(t *testing.T, rep inventory.Report) nodetest.Response {
 		t.Helper()
 		before := stateOf(n)
-		r := do(t, n, "POST", "/api/v1/commission", rep, boot...)
-		if after := stateOf(n); r.status != http.StatusOK && after != before {
+		r := n.Do(t, "POST", "/api/v1/commission", rep, boot...)
+		if after := stateOf(n); r.Status != http.StatusOK && after != before {
 			t.Errorf("a refused report changed the store or took an entry: %+v → %+v", before, after)
 		}
 		return r
@@ -259,11 +259,11 @@ func TestCommissionLimits(t *testing.T) {
 		ips[i] = "10.0.0.1"
 	}
 	rep.NICs[0].IPs = ips
-	if r := post(t, rep); r.status != http.StatusRequestEntityTooLarge && r.status != http.StatusBadRequest {
+	if r := post(t, rep); r.Status != http.StatusRequestEntityTooLarge && r.Status != http.StatusBadRequest {
 		t.Fatalf("300,000 addresses: %s", r)
 	}
 	rep.NICs[0].IPs = ips[:65]
-	if r := post(t, rep); r.status != http.StatusBadRequest || !strings.Contains(r.errorMessage(), "nics[].ips") {
+	if r := post(t, rep); r.Status != http.StatusBadRequest || !strings.Contains(r.ErrorMessage(), "nics[].ips") {
 		t.Fatalf("65 addresses on one NIC: %s", r)
 	}
 	rep.NICs[0].IPs = nil
@@ -279,13 +279,13 @@ func TestCommissionLimits(t *testing.T) {
 			setPath(doc, path, v)
 			body, _ := json.Marshal(doc)
 			got := post(t, decodeReport(t, body))
-			if got.status != http.StatusBadRequest && got.status != http.StatusForbidden {
+			if got.Status != http.StatusBadRequest && got.Status != http.StatusForbidden {
 				t.Errorf("%s %s: %s", path, what, got)
 			}
 		}
 	}
 	// The largest machine of the fleet simulator fits with room to spare.
-	if r := post(t, rep); r.status != http.StatusOK {
+	if r := post(t, rep); r.Status != http.StatusOK {
 		t.Fatalf("a normal report: %s", r)
 	}
 }
@@ -369,21 +369,23 @@ func decodeReport(t *testing.T, b []byte) inventory.Report {
 // Finding 8: an enlist stored a serial with NUL, newline and terminal
 // escapes, and an 80 KB serial failed with a 500 after a Raft entry.
 func TestEnlistValidatesEveryString(t *testing.T) {
-	n, _, agent := startTestNode(t)
+	n := nodetest.Start(t)
+
+	agent := n.Agent
 	for name, body := range map[string]wire.EnlistRequest{
 		"NUL":            {Serial: "SER\x00IAL"},
 		"newline":        {Serial: "SER\nIAL"},
 		"terminal":       {Serial: "\x1b]0;owned\x07"},
 		"80 KB":          {Serial: strings.Repeat("S", 80<<10)},
-		"too many MACs":  {Serial: "MANY0001", MACs: make([]string, maxEnlistMACs+1)},
+		"too many MACs":  {Serial: "MANY0001", MACs: make([]string, httpapi.MaxEnlistMACs+1)},
 		"invalid UTF-8":  {Serial: "\xff\xfe"},
 		"long boot MAC":  {Serial: "LONGMAC1", BootMAC: strings.Repeat("5", 300)},
 		"long UUID junk": {SystemUUID: strings.Repeat("u", 300)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)
-			r := do(t, n, "POST", "/api/v1/enlist", body, agentHeader(agent)...)
-			if r.status != http.StatusBadRequest {
+			r := n.Do(t, "POST", "/api/v1/enlist", body, nodetest.AgentHeader(agent)...)
+			if r.Status != http.StatusBadRequest {
 				t.Fatalf("got %s, want 400", r)
 			}
 			if after := stateOf(n); after != before {
@@ -396,8 +398,10 @@ func TestEnlistValidatesEveryString(t *testing.T) {
 // Finding 12, the BMC half: the admin API took a 900 KB password, an
 // address with a newline and 50,000 settings.
 func TestBMCRequestLimits(t *testing.T) {
-	n, admin, _ := startTestNode(t)
-	if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "limits"}, bearer(admin)...); r.status != http.StatusCreated {
+	n := nodetest.Start(t)
+
+	admin := n.Admin
+	if r := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "limits"}, nodetest.Bearer(admin)...); r.Status != http.StatusCreated {
 		t.Fatalf("add: %s", r)
 	}
 	settings := map[string]string{}
@@ -413,11 +417,11 @@ func TestBMCRequestLimits(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)
-			r := do(t, n, "PUT", "/api/v1/machines/limits/bmc", req, bearer(admin)...)
-			if r.status != http.StatusBadRequest && r.status != http.StatusRequestEntityTooLarge {
+			r := n.Do(t, "PUT", "/api/v1/machines/limits/bmc", req, nodetest.Bearer(admin)...)
+			if r.Status != http.StatusBadRequest && r.Status != http.StatusRequestEntityTooLarge {
 				t.Fatalf("got %s, want 400", r)
 			}
-			if strings.Contains(string(r.body), "ppppp") {
+			if strings.Contains(string(r.Body), "ppppp") {
 				t.Errorf("the answer echoes the password")
 			}
 			if after := stateOf(n); after != before {
@@ -430,18 +434,20 @@ func TestBMCRequestLimits(t *testing.T) {
 // Finding 14: a link in ipxe_dir to admin.token was served to anyone.
 func TestBootFilesDoNotFollowLinksOut(t *testing.T) {
 	ipxe := t.TempDir()
-	n, admin, _ := startTestNodeWith(t, testNodeOptions{config: `{"ipxe_dir": "` + ipxe + `"}`})
-	if err := os.Symlink(filepath.Join(n.opts.DataDir, fileAdmin), filepath.Join(ipxe, "ipxe.efi")); err != nil {
+	n := nodetest.StartWith(t, nodetest.Options{Config: `{"ipxe_dir": "` + ipxe + `"}`})
+
+	admin := n.Admin
+	if err := os.Symlink(filepath.Join(n.Dir, "admin.token"), filepath.Join(ipxe, "ipxe.efi")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(ipxe, "snponly.efi"), []byte("MZ-snponly"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := do(t, n, "GET", "/boot/ipxe.efi", nil)
-	if r.status != http.StatusNotFound || strings.Contains(string(r.body), admin) {
+	r := n.Do(t, "GET", "/boot/ipxe.efi", nil)
+	if r.Status != http.StatusNotFound || strings.Contains(string(r.Body), admin) {
 		t.Fatalf("a link to admin.token: %s", r)
 	}
-	if r := do(t, n, "GET", "/boot/snponly.efi", nil); r.status != http.StatusOK || string(r.body) != "MZ-snponly" {
+	if r := n.Do(t, "GET", "/boot/snponly.efi", nil); r.Status != http.StatusOK || string(r.Body) != "MZ-snponly" {
 		t.Fatalf("a real boot file: %s", r)
 	}
 }
@@ -450,21 +456,23 @@ func TestBootFilesDoNotFollowLinksOut(t *testing.T) {
 // 4.4 GB when one write woke them. The whole list is encoded once per change
 // and shared, gzipped on request, paged on request, and waiters are capped.
 func TestListSharedPagedAndCapped(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	for i := range 25 {
-		if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: fmt.Sprintf("page-%02d", i)}, bearer(admin)...); r.status != http.StatusCreated {
+		if r := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: fmt.Sprintf("page-%02d", i)}, nodetest.Bearer(admin)...); r.Status != http.StatusCreated {
 			t.Fatalf("add: %s", r)
 		}
 	}
-	a, err := n.machines.fullList(n.db)
+	a, shared, err := n.API().SharedList()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := n.machines.fullList(n.db); a != b {
+	if b, _, _ := n.API().SharedList(); a != b {
 		t.Fatal("the same list was encoded twice")
 	}
-	plain := do(t, n, "GET", "/api/v1/machines", nil, bearer(admin)...)
-	if string(plain.body) != string(a.body) {
+	plain := n.Do(t, "GET", "/api/v1/machines", nil, nodetest.Bearer(admin)...)
+	if string(plain.Body) != string(shared) {
 		t.Fatalf("the answer is not the shared encoding")
 	}
 	// gzip when asked (a Transport that does not decode for us).
@@ -481,7 +489,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 	}
 	unz, _ := io.ReadAll(zr)
 	resp.Body.Close()
-	if string(unz) != string(a.body) {
+	if string(unz) != string(shared) {
 		t.Fatal("the gzipped answer differs")
 	}
 	// Pages of 10 cover the list once, in order.
@@ -489,8 +497,8 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 	after := ""
 	for page := 0; ; page++ {
 		var l wire.MachineList
-		r := do(t, n, "GET", "/api/v1/machines?limit=10&after="+after, nil, bearer(admin)...)
-		r.decode(t, &l)
+		r := n.Do(t, "GET", "/api/v1/machines?limit=10&after="+after, nil, nodetest.Bearer(admin)...)
+		r.Decode(t, &l)
 		for _, m := range l.Machines {
 			seen = append(seen, m.ID)
 		}
@@ -503,7 +511,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 		after = l.Next
 	}
 	var all wire.MachineList
-	plain.decode(t, &all)
+	plain.Decode(t, &all)
 	if len(seen) != len(all.Machines) || len(seen) != 25 {
 		t.Fatalf("pages saw %d machines, the list has %d", len(seen), len(all.Machines))
 	}
@@ -512,7 +520,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 			t.Fatalf("page order differs at %d: %s vs %s", i, seen[i], all.Machines[i].ID)
 		}
 	}
-	if r := do(t, n, "GET", "/api/v1/machines?limit=0", nil, bearer(admin)...); r.status != http.StatusBadRequest {
+	if r := n.Do(t, "GET", "/api/v1/machines?limit=0", nil, nodetest.Bearer(admin)...); r.Status != http.StatusBadRequest {
 		t.Fatalf("limit=0: %s", r)
 	}
 
@@ -525,7 +533,7 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var ok, refused atomic.Int64
-	for i := range maxWaiters + 40 {
+	for i := range httpapi.MaxWaiters + 40 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -545,15 +553,15 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "the waiters to queue", func() bool {
-		return n.waiters.Load()+refused.Load() >= maxWaiters+40 || refused.Load() >= 40 && n.waiters.Load() == maxWaiters
+	nodetest.WaitFor(t, "the waiters to queue", func() bool {
+		return n.API().Waiters()+refused.Load() >= httpapi.MaxWaiters+40 || refused.Load() >= 40 && n.API().Waiters() == httpapi.MaxWaiters
 	})
-	if r := do(t, n, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "wake-up"}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "wake-up"}, nodetest.Bearer(admin)...); r.Status != http.StatusCreated {
 		t.Fatalf("add: %s", r)
 	}
 	wg.Wait()
-	if refused.Load() < 40 || ok.Load()+refused.Load() != maxWaiters+40 {
-		t.Fatalf("%d answered, %d refused of %d waiters (cap %d)", ok.Load(), refused.Load(), maxWaiters+40, maxWaiters)
+	if refused.Load() < 40 || ok.Load()+refused.Load() != httpapi.MaxWaiters+40 {
+		t.Fatalf("%d answered, %d refused of %d waiters (cap %d)", ok.Load(), refused.Load(), httpapi.MaxWaiters+40, httpapi.MaxWaiters)
 	}
 }
 
@@ -562,7 +570,9 @@ func TestListSharedPagedAndCapped(t *testing.T) {
 // characters, machines with the broadcast or the zero MAC, an image with no
 // files. Each is refused, changes nothing and takes no Raft entry.
 func TestNetworkAndMachineValidation(t *testing.T) {
-	n, admin, _ := startTestNode(t)
+	n := nodetest.Start(t)
+
+	admin := n.Admin
 	mid := referenceSite(t, n, admin)
 	vid := 7
 	tests := map[string]struct {
@@ -581,8 +591,8 @@ func TestNetworkAndMachineValidation(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)
-			r := do(t, n, tc.method, tc.path, tc.body, bearer(admin)...)
-			if r.status != http.StatusBadRequest {
+			r := n.Do(t, tc.method, tc.path, tc.body, nodetest.Bearer(admin)...)
+			if r.Status != http.StatusBadRequest {
 				t.Fatalf("got %s, want 400", r)
 			}
 			if after := stateOf(n); after != before {
@@ -591,7 +601,7 @@ func TestNetworkAndMachineValidation(t *testing.T) {
 		})
 	}
 	// The node itself is a member: a VLAN it serves, on a real name, is fine.
-	if r := do(t, n, "POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []wire.VLANServer{{Node: n.Name(), Iface: "eth9"}}}, bearer(admin)...); r.status != http.StatusCreated {
+	if r := n.Do(t, "POST", "/api/v1/vlans", wire.VLANRequest{Fabric: "hall-a", VID: &vid, DHCP: "full", Servers: []wire.VLANServer{{Node: n.Name(), Iface: "eth9"}}}, nodetest.Bearer(admin)...); r.Status != http.StatusCreated {
 		t.Fatalf("a valid VLAN: %s", r)
 	}
 }

@@ -1,7 +1,6 @@
-package appliance
+package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,14 +11,16 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 )
 
 // The cached list always equals a list decoded from the store, through
-// creates, updates, deletes and events, read after every few writes.
+// creates, updates, deletes and events, read after every few writes: the
+// commands applied by the real state machine (fsmtest), as on a node.
 func TestListCacheFollowsTheStore(t *testing.T) {
-	n, _, _ := startTestNode(t)
-	ctx := context.Background()
+	log := fsmtest.Open(t)
+	var lc listCache
 	rng := rand.New(rand.NewPCG(1, 2))
 	var ids []string
 	for step := 0; step < 300; step++ {
@@ -41,17 +42,17 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 		default:
 			cmd = &raftfsm.MachineEvent{Event: raftfsm.Event{Machine: ids[rng.IntN(len(ids))], Time: now, Kind: "note", Message: "x"}}
 		}
-		n.cluster.Apply(ctx, cmd) // business errors (a commission of a ready machine) are part of the mix
+		log.Apply(cmd) // business errors (a commission of a ready machine) are part of the mix
 		if step%7 != 0 {
 			continue
 		}
-		rows, idx, err := n.machines.snapshot(n.db)
+		rows, idx, err := lc.snapshot(log.DB)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want []wire.MachineView
 		var wantIdx uint64
-		n.db.View(func(tx *store.Tx) error {
+		log.DB.View(func(tx *store.Tx) error {
 			wantIdx = tx.TableIndex(store.TableMachines)
 			ms, _ := tx.Machines(store.MachineFilter{})
 			for _, m := range ms {
@@ -73,23 +74,5 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("step %d: cached list differs (-store +cache):\n%s", step, diff)
 		}
-	}
-}
-
-func TestRecentEvents(t *testing.T) {
-	n, admin, _ := startTestNode(t)
-	ctx := context.Background()
-	for i := 1; i <= 3; i++ {
-		n.cluster.Apply(ctx, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-%012x", i), Now: time.Now().UTC()})
-	}
-	n.cluster.Apply(ctx, &raftfsm.MachineDelete{ID: "m-000000000002"})
-	var v struct {
-		Events []wire.Event `json:"events"`
-	}
-	if code := call(t, n, admin, "GET", "/api/v1/events?limit=2", "", &v); code != 200 || len(v.Events) != 2 || v.Events[0].Machine != "m-000000000003" || v.Events[1].Machine != "m-000000000001" {
-		t.Fatalf("recent events: %d %+v", code, v.Events)
-	}
-	if code := call(t, n, admin, "GET", "/api/v1/events?limit=0", "", nil); code != 400 {
-		t.Fatalf("limit 0: %d", code)
 	}
 }

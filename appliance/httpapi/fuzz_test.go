@@ -1,4 +1,4 @@
-package appliance
+package httpapi_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
@@ -19,7 +20,9 @@ import (
 // never a 5xx or a panic, and an accepted inventory is stored without the
 // BMC password.
 func FuzzCommissionBody(f *testing.F) {
-	n, admin, _ := startTestNode(f)
+	n := nodetest.Start(f)
+
+	admin := n.Admin
 	valid, err := json.Marshal(testReport("6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", "FUZZ0001"))
 	if err != nil {
 		f.Fatal(err)
@@ -29,15 +32,15 @@ func FuzzCommissionBody(f *testing.F) {
 
 	// The boot token of the valid seed's MAC: bodies naming another boot
 	// MAC are refused (403) before they reach the state machine.
-	boot := agentHeader(testBootToken(f, n, "0c:c4:7a:00:00:01"))
+	boot := nodetest.AgentHeader(n.BootToken(f, "0c:c4:7a:00:00:01"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r := do(t, n, "POST", "/api/v1/commission", body, boot...)
+		r := n.Do(t, "POST", "/api/v1/commission", body, boot...)
 		checkFuzzReply(t, r, http.StatusOK)
-		if r.status != http.StatusOK {
+		if r.Status != http.StatusOK {
 			return
 		}
 		var reply wire.CommissionReply
-		r.decode(t, &reply)
+		r.Decode(t, &reply)
 		var stored []byte
 		var m store.Machine
 		if err := n.Store().View(func(tx *store.Tx) error {
@@ -68,8 +71,8 @@ func FuzzCommissionBody(f *testing.F) {
 		var sent inventory.Report
 		if json.Unmarshal(body, &sent) == nil && sent.BMC != nil && len(sent.BMC.Password) >= 8 &&
 			bytes.Count(body, []byte(sent.BMC.Password)) == 1 {
-			shown := do(t, n, "GET", "/api/v1/machines/"+reply.ID, nil, bearer(admin)...)
-			if bytes.Contains(stored, []byte(sent.BMC.Password)) || bytes.Contains(shown.body, []byte(sent.BMC.Password)) {
+			shown := n.Do(t, "GET", "/api/v1/machines/"+reply.ID, nil, nodetest.Bearer(admin)...)
+			if bytes.Contains(stored, []byte(sent.BMC.Password)) || bytes.Contains(shown.Body, []byte(sent.BMC.Password)) {
 				t.Errorf("the BMC password %q is stored or shown", sent.BMC.Password)
 			}
 			if m.BMC == nil || len(m.BMC.PasswordSealed) == 0 {
@@ -82,14 +85,16 @@ func FuzzCommissionBody(f *testing.F) {
 // FuzzCreateMachineBody: POST /api/v1/machines never fails with a 5xx, and
 // what it creates is what was asked for, in normal form.
 func FuzzCreateMachineBody(f *testing.F) {
-	n, admin, _ := startTestNode(f)
+	n := nodetest.Start(f)
+
+	admin := n.Admin
 	f.Add([]byte(`{"name": "node-01", "mac": "52:54:00:12:34:56"}`))
 	f.Add([]byte(`{"macs": ["52-54-00-12-34-57", "5254.0012.3458"]}`))
 
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r := do(t, n, "POST", "/api/v1/machines", body, bearer(admin)...)
+		r := n.Do(t, "POST", "/api/v1/machines", body, nodetest.Bearer(admin)...)
 		checkFuzzReply(t, r, http.StatusCreated)
-		if r.status != http.StatusCreated {
+		if r.Status != http.StatusCreated {
 			return
 		}
 		var req wire.CreateMachineRequest
@@ -97,7 +102,7 @@ func FuzzCreateMachineBody(f *testing.F) {
 			t.Fatalf("created from a body encoding/json refuses (%v): %q", err, body)
 		}
 		var m wire.MachineView
-		r.decode(t, &m)
+		r.Decode(t, &m)
 		if !store.ValidMachineID(m.ID) || m.State != store.StateNew || m.Name != req.Name {
 			t.Errorf("created %+v from %q", m, body)
 		}
@@ -116,13 +121,13 @@ func FuzzCreateMachineBody(f *testing.F) {
 }
 
 // checkFuzzReply: the accepted status, or a 4xx in the error shape.
-func checkFuzzReply(t *testing.T, r apiResponse, ok int) {
+func checkFuzzReply(t *testing.T, r nodetest.Response, ok int) {
 	t.Helper()
 	switch {
-	case r.status == ok:
-	case r.status >= 400 && r.status < 500:
-		if r.errorCode() == "" || r.errorMessage() == "" {
-			t.Errorf("%d without the error shape: %s", r.status, r)
+	case r.Status == ok:
+	case r.Status >= 400 && r.Status < 500:
+		if r.ErrorCode() == "" || r.ErrorMessage() == "" {
+			t.Errorf("%d without the error shape: %s", r.Status, r)
 		}
 	default:
 		t.Fatalf("status %s", r)

@@ -1,4 +1,4 @@
-package appliance
+package httpapi_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
@@ -15,11 +16,12 @@ import (
 // commissions through one follower, an operator reads, re-commissions and
 // deletes through the others, and every node agrees.
 func TestMachinesOnFollowers(t *testing.T) {
-	nodes, token := startCluster(t, 3)
-	var followers []*Node
+	nodes := nodetest.StartCluster(t, 3, nodetest.Options{})
+	token := nodes[0].Admin
+	var followers []*nodetest.Node
 	for _, n := range nodes {
-		if !n.cluster.IsLeader() {
-			followers = append(followers, n.Node)
+		if !n.Cluster().IsLeader() {
+			followers = append(followers, n)
 		}
 	}
 	if len(followers) != 2 {
@@ -28,9 +30,9 @@ func TestMachinesOnFollowers(t *testing.T) {
 	f1, f2 := followers[0], followers[1]
 	// The machine's boot token, as another node's boot script minted it:
 	// every node checks every node's tokens.
-	boot := testBootToken(t, f2, "02:00:00:00:00:01")
+	boot := f2.BootToken(t, "02:00:00:00:00:01")
 
-	agentCall := func(n *Node, path, body string, out any) int {
+	agentCall := func(n *nodetest.Node, path, body string, out any) int {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, "http://"+n.HTTPAddr()+path, strings.NewReader(body))
 		req.Header.Set("X-Rollcall-Token", boot)
@@ -58,7 +60,7 @@ func TestMachinesOnFollowers(t *testing.T) {
 
 	// Read on the other follower at the write's index.
 	var raw []byte
-	if code := call(t, f2, token, http.MethodGet, fmt.Sprintf("/api/v1/machines/%s?min_index=%d", en.ID, cr.Index), "", &raw); code != 200 {
+	if code := f2.Call(t, token, http.MethodGet, fmt.Sprintf("/api/v1/machines/%s?min_index=%d", en.ID, cr.Index), "", &raw); code != 200 {
 		t.Fatalf("show on the other follower: %d %s", code, raw)
 	}
 	if strings.Contains(string(raw), "Zq8-not-logged-9") || strings.Contains(string(raw), "password_sealed") {
@@ -73,34 +75,34 @@ func TestMachinesOnFollowers(t *testing.T) {
 	// Re-commission through f2, by serial-less name lookup (ID here), then
 	// delete through the leader; every node agrees at each step.
 	var mv wire.MachineView
-	if code := call(t, f2, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &mv); code != 200 || mv.State != store.StateNew {
+	if code := f2.Call(t, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &mv); code != 200 || mv.State != store.StateNew {
 		t.Fatalf("recommission on follower: %d %+v", code, mv)
 	}
 	// An illegal transition through a follower: new → new.
 	var bad []byte
-	if code := call(t, f1, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &bad); code != http.StatusConflict || !strings.Contains(string(bad), "allowed from new") {
+	if code := f1.Call(t, token, http.MethodPost, "/api/v1/machines/"+en.ID+"/recommission", "", &bad); code != http.StatusConflict || !strings.Contains(string(bad), "allowed from new") {
 		t.Fatalf("illegal transition on follower: %d %s", code, bad)
 	}
-	idx := nodes[0].cluster.FSM().AppliedIndex()
+	idx := nodes[0].Cluster().FSM().AppliedIndex()
 	for _, n := range nodes {
 		var list wire.MachineList
-		call(t, n.Node, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d&state=new", idx), "", &list)
+		n.Call(t, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d&state=new", idx), "", &list)
 		if len(list.Machines) != 1 || list.Machines[0].ID != en.ID {
 			t.Fatalf("%s lists %+v", n.Name(), list.Machines)
 		}
 	}
-	var leader *Node
+	var leader *nodetest.Node
 	for _, n := range nodes {
-		if n.cluster.IsLeader() {
-			leader = n.Node
+		if n.Cluster().IsLeader() {
+			leader = n
 		}
 	}
-	if code := call(t, f1, token, http.MethodDelete, "/api/v1/machines/"+en.ID, "", nil); code != 200 {
+	if code := f1.Call(t, token, http.MethodDelete, "/api/v1/machines/"+en.ID, "", nil); code != 200 {
 		t.Fatalf("delete on follower: %d", code)
 	}
-	idx = leader.cluster.FSM().AppliedIndex()
+	idx = leader.Cluster().FSM().AppliedIndex()
 	for _, n := range nodes {
-		if code := call(t, n.Node, token, http.MethodGet, fmt.Sprintf("/api/v1/machines/%s?min_index=%d", en.ID, idx), "", nil); code != 404 {
+		if code := n.Call(t, token, http.MethodGet, fmt.Sprintf("/api/v1/machines/%s?min_index=%d", en.ID, idx), "", nil); code != 404 {
 			t.Fatalf("%s still shows the deleted machine: %d", n.Name(), code)
 		}
 	}
@@ -110,34 +112,35 @@ func TestMachinesOnFollowers(t *testing.T) {
 // is not healthy, says why, serves no boot script, and `cluster repair`
 // rebuilds it.
 func TestDamagedNodeThroughTheAPI(t *testing.T) {
-	nodes, token := startCluster(t, 3)
-	var damaged *Node
+	nodes := nodetest.StartCluster(t, 3, nodetest.Options{})
+	token := nodes[0].Admin
+	var damaged *nodetest.Node
 	for _, n := range nodes {
-		if !n.cluster.IsLeader() {
-			damaged = n.Node
+		if !n.Cluster().IsLeader() {
+			damaged = n
 			break
 		}
 	}
-	if err := damaged.db.Update(func(tx *store.Tx) error {
+	if err := damaged.Store().Update(func(tx *store.Tx) error {
 		return tx.PutMachine(store.Machine{ID: "m-0000000bad01", State: store.StateReady})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/check", "", nil); code != http.StatusOK {
+	if code := nodes[0].Call(t, token, http.MethodPost, "/api/v1/cluster/check", "", nil); code != http.StatusOK {
 		t.Fatalf("check: %d", code)
 	}
-	waitFor(t, "the damaged node's health to say so", func() bool {
+	nodetest.WaitFor(t, "the damaged node's health to say so", func() bool {
 		var b []byte
-		code := call(t, damaged, "", http.MethodGet, "/api/v1/health", "", &b)
+		code := damaged.Call(t, "", http.MethodGet, "/api/v1/health", "", &b)
 		var h struct{ Reason string }
 		json.Unmarshal(b, &h)
 		return code == http.StatusServiceUnavailable && strings.Contains(h.Reason, "differs")
 	})
-	if code := call(t, damaged, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:bd:01", "", nil); code != http.StatusServiceUnavailable {
+	if code := damaged.Call(t, "", http.MethodGet, "/boot/ipxe?mac=52:54:00:00:bd:01", "", nil); code != http.StatusServiceUnavailable {
 		t.Errorf("a damaged node answered a boot script: %d", code)
 	}
 	var cv wire.ClusterView
-	call(t, nodes[0].Node, token, http.MethodGet, "/api/v1/cluster", "", &cv)
+	nodes[0].Call(t, token, http.MethodGet, "/api/v1/cluster", "", &cv)
 	found := false
 	for _, m := range cv.Members {
 		found = found || m.ID == damaged.Name() && m.Status != nil && m.Status.Diverged != ""
@@ -145,13 +148,13 @@ func TestDamagedNodeThroughTheAPI(t *testing.T) {
 	if !found {
 		t.Errorf("cluster status does not name the damaged node: %+v", cv.Members)
 	}
-	if code := call(t, nodes[0].Node, token, http.MethodPost, "/api/v1/cluster/members/"+damaged.Name()+"/repair", "", nil); code != http.StatusOK {
+	if code := nodes[0].Call(t, token, http.MethodPost, "/api/v1/cluster/members/"+damaged.Name()+"/repair", "", nil); code != http.StatusOK {
 		t.Fatalf("repair: %d", code)
 	}
-	if code := call(t, damaged, "", http.MethodGet, "/api/v1/health", "", nil); code != http.StatusOK {
+	if code := damaged.Call(t, "", http.MethodGet, "/api/v1/health", "", nil); code != http.StatusOK {
 		t.Fatalf("health after repair: %d", code)
 	}
-	damaged.db.View(func(tx *store.Tx) error {
+	damaged.Store().View(func(tx *store.Tx) error {
 		if _, err := tx.Machine("m-0000000bad01"); err == nil {
 			t.Error("the repaired store kept the record no command wrote")
 		}

@@ -1,8 +1,10 @@
-package appliance
+package httpapi
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"sort"
@@ -10,26 +12,50 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
-// TestOpenAPIMatchesRouter fetches the document from a running node and
-// checks it against the router in both directions, then checks its shape.
+// bareServer is a Server with only what its route table and router need:
+// the document and the router, and no node behind them.
+func bareServer(t *testing.T) *Server {
+	t.Helper()
+	s := &Server{cfg: Config{Metrics: prometheus.NewRegistry()}, log: slog.New(slog.DiscardHandler)}
+	s.failer = Failer{Log: s.log}
+	s.net = &netAPI{s: s}
+	e, err := s.router()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.engine = e
+	return s
+}
+
+// TestOpenAPIMatchesRouter fetches the document from the router over HTTP
+// and checks it against the router in both directions, then checks its
+// shape.
 func TestOpenAPIMatchesRouter(t *testing.T) {
-	n, _, _ := startTestNode(t)
-	r := do(t, n, "GET", "/api/v1/openapi.json", nil)
-	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
-		t.Fatalf("GET /api/v1/openapi.json = %s (%s)", r, r.header.Get("Content-Type"))
+	s := bareServer(t)
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("GET /api/v1/openapi.json = %d (%s)", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	var doc openAPIDoc
-	r.decode(t, &doc)
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
 
 	routed := map[string]bool{}
 	ginParam := regexp.MustCompile(`/[:*]([^/]+)`)
-	for _, ri := range n.api.(*gin.Engine).Routes() {
+	for _, ri := range s.engine.Routes() {
 		routed[ri.Method+" "+ginParam.ReplaceAllString(ri.Path, "/{$1}")] = true
 	}
 	documented := map[string]bool{}
@@ -48,8 +74,8 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 			t.Errorf("%s is documented but not routed", op)
 		}
 	}
-	if len(routed) != len(n.routes()) {
-		t.Errorf("the router has %d routes, the table %d", len(routed), len(n.routes()))
+	if len(routed) != len(s.routes()) {
+		t.Errorf("the router has %d routes, the table %d", len(routed), len(s.routes()))
 	}
 	checkOpenAPIShape(t, doc)
 }
@@ -171,8 +197,8 @@ func resolveRef(doc openAPIDoc, s map[string]any) map[string]any {
 // TestOpenAPIDocument checks the document built from the table, without a
 // node: security per kind, request schemas from the body types.
 func TestOpenAPIDocument(t *testing.T) {
-	n := &Node{}
-	b, err := json.Marshal(openAPIDocument(n.routes()))
+	s := bareServer(t)
+	b, err := json.Marshal(openAPIDocument(s.routes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +207,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOpenAPIShape(t, doc)
-	b2, _ := json.Marshal(openAPIDocument(n.routes()))
+	b2, _ := json.Marshal(openAPIDocument(s.routes()))
 	if string(b) != string(b2) {
 		t.Errorf("two builds of the document differ")
 	}

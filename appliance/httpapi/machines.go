@@ -1,4 +1,4 @@
-package appliance
+package httpapi
 
 import (
 	"bytes"
@@ -26,16 +26,14 @@ func newMachineID() string {
 	return "m-" + hex.EncodeToString(b[:])
 }
 
-func (n *Node) createMachine(c *gin.Context) {
+func (s *Server) createMachine(c *gin.Context) error {
 	var req wire.CreateMachineRequest
 	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
 	if req.Name != "" {
 		if err := store.ValidName(req.Name); err != nil {
-			n.fail(c, err)
-			return
+			return err
 		}
 	}
 	raw := req.MACs
@@ -46,63 +44,56 @@ func (n *Node) createMachine(c *gin.Context) {
 	for _, m := range raw {
 		norm, err := store.NormalizeMAC(m)
 		if err != nil {
-			n.fail(c, err)
-			return
+			return err
 		}
 		macs = append(macs, norm)
 	}
 	if req.Name == "" && len(macs) == 0 {
-		n.fail(c, badRequest("a machine needs a name or a mac"))
-		return
+		return BadRequest("a machine needs a name or a mac")
 	}
 	id := newMachineID()
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.MachineCreate{ID: id, Name: req.Name, MACs: dedupe(macs), Now: time.Now().UTC()})
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineCreate{ID: id, Name: req.Name, MACs: dedupe(macs), Now: time.Now().UTC()})
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	n.respondMachine(c, http.StatusCreated, id, idx)
+	return s.respondMachine(c, http.StatusCreated, id, idx)
 }
 
-func (n *Node) respondMachine(c *gin.Context, status int, ref string, idx uint64) {
+func (s *Server) respondMachine(c *gin.Context, status int, ref string, idx uint64) error {
 	var m store.Machine
-	if err := n.db.View(func(tx *store.Tx) error {
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
 		var err error
 		m, err = tx.MachineByRef(ref)
 		return err
 	}); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	c.Header(headerIndex, strconv.FormatUint(max(idx, m.Index), 10))
+	setIndex(c, max(idx, m.Index))
 	c.JSON(status, wireMachine(m))
+	return nil
 }
 
 // maxListLimit bounds one page of ?limit=.
 const maxListLimit = 10000
 
-func (n *Node) listMachines(c *gin.Context) {
-	if err := n.minIndex(c); err != nil {
-		n.fail(c, err)
-		return
+func (s *Server) listMachines(c *gin.Context) error {
+	if err := s.minIndex(c); err != nil {
+		return err
 	}
-	if err := n.blockingQuery(c, store.TableMachines); err != nil {
-		n.fail(c, err)
-		return
+	if err := s.blockingQuery(c, store.TableMachines); err != nil {
+		return err
 	}
 	state := c.Query("state")
 	if state != "" {
 		if _, ok := store.Transitions[state]; !ok {
-			n.fail(c, badRequest("unknown state %q (known: %s)", clip(state), strings.Join(knownStates(), ", ")))
-			return
+			return BadRequest("unknown state %q (known: %s)", clip(state), strings.Join(knownStates(), ", "))
 		}
 	}
 	limit := 0
 	if v := c.Query("limit"); v != "" {
 		l, err := strconv.Atoi(v)
 		if err != nil || l < 1 || l > maxListLimit {
-			n.fail(c, badRequest("limit must be an integer from 1 to %d", maxListLimit))
-			return
+			return BadRequest("limit must be an integer from 1 to %d", maxListLimit)
 		}
 		limit = l
 	}
@@ -111,19 +102,17 @@ func (n *Node) listMachines(c *gin.Context) {
 	if state == "" && q == "" && limit == 0 && after == "" {
 		// The whole list, the one every watcher asks for: encoded (and
 		// gzipped) once per change and shared by every request.
-		full, err := n.machines.fullList(n.db)
+		full, err := s.machines.fullList(s.cfg.DB)
 		if err != nil {
-			n.fail(c, err)
-			return
+			return err
 		}
-		c.Header(headerIndex, strconv.FormatUint(full.index, 10))
+		setIndex(c, full.index)
 		writeShared(c, full)
-		return
+		return nil
 	}
-	rows, index, err := n.machines.snapshot(n.db)
+	rows, index, err := s.machines.snapshot(s.cfg.DB)
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
 	// The rows' JSON is ready: write the wire.MachineList shape around it.
 	var buf bytes.Buffer
@@ -150,8 +139,9 @@ func (n *Node) listMachines(c *gin.Context) {
 		fmt.Fprintf(&buf, `,"next":%q`, next)
 	}
 	buf.WriteString("}")
-	c.Header(headerIndex, strconv.FormatUint(index, 10))
+	setIndex(c, index)
 	c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
+	return nil
 }
 
 // hasMore says whether a row after id passes the filters.
@@ -167,13 +157,12 @@ func hasMore(rows []*listRow, id, state, q string) bool {
 
 func knownStates() []string { return store.States }
 
-func (n *Node) getMachine(c *gin.Context) {
-	if err := n.minIndex(c); err != nil {
-		n.fail(c, err)
-		return
+func (s *Server) getMachine(c *gin.Context) error {
+	if err := s.minIndex(c); err != nil {
+		return err
 	}
 	var d wire.MachineDetail
-	if err := n.db.View(func(tx *store.Tx) error {
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
 		m, err := tx.MachineByRef(c.Param("id"))
 		if err != nil {
 			return err
@@ -186,20 +175,19 @@ func (n *Node) getMachine(c *gin.Context) {
 		d.Events = nonNil(convert(events, wireEvent))
 		return err
 	}); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	c.Header(headerIndex, strconv.FormatUint(d.Index, 10))
+	setIndex(c, d.Index)
 	c.JSON(http.StatusOK, d)
+	return nil
 }
 
-func (n *Node) getEvents(c *gin.Context) {
-	if err := n.minIndex(c); err != nil {
-		n.fail(c, err)
-		return
+func (s *Server) getEvents(c *gin.Context) error {
+	if err := s.minIndex(c); err != nil {
+		return err
 	}
 	var events []store.Event
-	if err := n.db.View(func(tx *store.Tx) error {
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
 		m, err := tx.MachineByRef(c.Param("id"))
 		if err != nil {
 			return err
@@ -207,85 +195,70 @@ func (n *Node) getEvents(c *gin.Context) {
 		events, err = tx.Events(m.ID)
 		return err
 	}); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, wire.EventList{Events: nonNil(convert(events, wireEvent))})
+	return nil
 }
 
-func (n *Node) postRecommission(c *gin.Context) {
+func (s *Server) postRecommission(c *gin.Context) error {
 	now := c.Query("now")
 	if now != "" && now != "0" && now != "1" && now != "true" && now != "false" {
-		n.fail(c, badRequest("now must be 1 or 0"))
-		return
+		return BadRequest("now must be 1 or 0")
 	}
-	var m store.Machine
-	if err := n.db.View(func(tx *store.Tx) error {
-		var err error
-		m, err = tx.MachineByRef(c.Param("id"))
+	m, err := s.machineRef(c)
+	if err != nil {
 		return err
-	}); err != nil {
-		n.fail(c, err)
-		return
 	}
 	if now == "1" || now == "true" {
-		n.recommissionNow(c, m)
-		return
+		return s.recommissionNow(c, m)
 	}
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.Recommission{ID: m.ID, Now: time.Now().UTC()})
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.Recommission{ID: m.ID, Now: time.Now().UTC()})
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	n.respondMachine(c, http.StatusOK, m.ID, idx)
+	return s.respondMachine(c, http.StatusOK, m.ID, idx)
 }
 
-func (n *Node) deleteMachine(c *gin.Context) {
-	var m store.Machine
-	if err := n.db.View(func(tx *store.Tx) error {
-		var err error
-		m, err = tx.MachineByRef(c.Param("id"))
-		return err
-	}); err != nil {
-		n.fail(c, err)
-		return
-	}
-	idx, err := n.cluster.Apply(c.Request.Context(), &raftfsm.MachineDelete{ID: m.ID})
+func (s *Server) deleteMachine(c *gin.Context) error {
+	m, err := s.machineRef(c)
 	if err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineDelete{ID: m.ID})
+	if err != nil {
+		return err
+	}
+	setIndex(c, idx)
 	c.JSON(http.StatusOK, wire.Deleted{Deleted: m.ID})
+	return nil
 }
 
 // getRecentEvents is GET /api/v1/events?limit=N: the fleet's newest events
 // (default 100, at most 1000), newest first; ?index=&wait= waits for a change.
-func (n *Node) getRecentEvents(c *gin.Context) {
+func (s *Server) getRecentEvents(c *gin.Context) error {
 	limit := 100
 	if v := c.Query("limit"); v != "" {
 		l, err := strconv.Atoi(v)
 		if err != nil || l < 1 || l > 1000 {
-			n.fail(c, badRequest("limit must be a number from 1 to 1000"))
-			return
+			return BadRequest("limit must be a number from 1 to 1000")
 		}
 		limit = l
 	}
-	if err := n.blockingQuery(c, store.TableMachines); err != nil {
-		n.fail(c, err)
-		return
+	if err := s.blockingQuery(c, store.TableMachines); err != nil {
+		return err
 	}
 	var events []store.Event
 	var idx uint64
-	if err := n.db.View(func(tx *store.Tx) error {
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
 		idx = tx.TableIndex(store.TableMachines)
 		var err error
 		events, err = tx.RecentEvents(limit)
 		return err
 	}); err != nil {
-		n.fail(c, err)
-		return
+		return err
 	}
-	c.Header(headerIndex, strconv.FormatUint(idx, 10))
+	setIndex(c, idx)
 	c.JSON(http.StatusOK, wire.RecentEvents{Index: idx, Events: nonNil(convert(events, wireEvent))})
+	return nil
 }

@@ -1,0 +1,83 @@
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/rollcall/rollcall/appliance/connlimit"
+	"github.com/rollcall/rollcall/appliance/httpapi"
+)
+
+// apiConfig is what the API is built from: the node's store, cluster and
+// services, and rollcall.json's settings for it.
+func (n *Node) apiConfig() httpapi.Config {
+	hints := make(map[string]httpapi.BMCHint, len(n.conf.BMCHints))
+	for mac, h := range n.conf.BMCHints {
+		hints[mac] = httpapi.BMCHint{Driver: h.Driver, Address: h.Address, User: h.User, Password: h.Password}
+	}
+	return httpapi.Config{
+		Name: n.opts.Name, Log: n.log, DB: n.db, Cluster: n.cluster, Key: n.key, CAPEM: n.caPEM, CACert: n.caCert,
+		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs,
+		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,
+		AdminHTTP: n.conf.AdminHTTP, AdminToken: n.conf.AdminToken, AgentToken: n.conf.AgentToken, BMCHints: hints,
+	}
+}
+
+// serveHTTP builds the API and serves it on the HTTP listener.
+func (n *Node) serveHTTP() error {
+	ln, err := net.Listen("tcp", n.opts.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s: %w", n.opts.HTTPAddr, err)
+	}
+	n.httpLn = ln
+	api, err := httpapi.New(n.apiConfig())
+	if err != nil {
+		return err
+	}
+	n.apiServer, n.api = api, api.Handler()
+	n.http = &http.Server{Handler: n.api, ConnContext: limitSendBuffer}
+	guarded, err := n.guard("api", n.http, ln)
+	if err != nil {
+		return err
+	}
+	n.sup.run("api", servePart(n.http, guarded, func(l net.Listener) error { return n.http.Serve(l) }))
+	return nil
+}
+
+// servePart runs an HTTP server as a part: its end before the node stops
+// is a failure.
+func servePart(srv *http.Server, ln net.Listener, serve func(net.Listener) error) func(context.Context, *slog.Logger) error {
+	return func(ctx context.Context, _ *slog.Logger) error {
+		err := serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			// Only Close shuts a server down, and the node's context ends
+			// with it: not a failure.
+			<-ctx.Done()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return public("stopped listening on "+ln.Addr().String(), err)
+	}
+}
+
+// guard puts one of the node's HTTP servers behind the limits every
+// listener has (connlimit): header, idle, body-rate and write timeouts, and
+// caps on connections per client and in total that close the longest-idle
+// ones first, so no client, authenticated or not, can exhaust the node's
+// descriptors or hold its handlers. srv.Handler must be set.
+func (n *Node) guard(name string, srv *http.Server, ln net.Listener) (net.Listener, error) {
+	if err := connlimit.ApplyTimeouts(srv, connlimit.Timeouts{}); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	l, err := connlimit.NewListener(ln, srv, connlimit.Limits{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	n.reg.MustRegister(l.Collector(name))
+	return l, nil
+}
