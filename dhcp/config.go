@@ -84,7 +84,7 @@ type Config struct {
 	Workers int
 	// WorkersAhead runs the reader threads at nice 0, for a process whose
 	// other threads run at a positive nice value (rollcall serve: see
-	// appliance.LowerBackground): replies then go ahead of the node's
+	// node.LowerBackground): replies then go ahead of the node's
 	// background work (Raft, applying lease batches, the collector)
 	// instead of queueing behind it.
 	WorkersAhead bool

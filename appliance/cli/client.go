@@ -15,7 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/apiclient"
 	"github.com/rollcall/rollcall/appliance/console"
 )
@@ -38,7 +38,7 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 	}
 	base, token := os.Getenv("ROLLCALL_URL"), os.Getenv("ROLLCALL_TOKEN")
 	var savedCA string
-	if _, err := os.Stat(appliance.NodeInfoFile(*data)); err != nil && (base == "" || token == "") {
+	if _, err := os.Stat(node.NodeInfoFile(*data)); err != nil && (base == "" || token == "") {
 		// not on a node: what the console saved in ~/.config/rollcall/client.json
 		if path, err := console.DefaultConfigPath(); err == nil {
 			if cfg, err := console.LoadClientConfig(path); err == nil {
@@ -54,13 +54,13 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 	if base == "" {
 		var ok bool
 		if base, ok = nodeURL(*data); !ok {
-			return nil, fmt.Errorf("no API to talk to: set ROLLCALL_URL, or run on a node (no %s)", appliance.NodeInfoFile(*data))
+			return nil, fmt.Errorf("no API to talk to: set ROLLCALL_URL, or run on a node (no %s)", node.NodeInfoFile(*data))
 		}
 	}
 	if token == "" {
 		var err error
 		if token, err = nodeToken(*data); err != nil {
-			return nil, errors.New("no admin token: set ROLLCALL_TOKEN, or run on the node that holds " + appliance.AdminTokenFile(*data))
+			return nil, errors.New("no admin token: set ROLLCALL_TOKEN, or run on the node that holds " + node.AdminTokenFile(*data))
 		}
 	}
 	base = strings.TrimRight(base, "/")
@@ -71,7 +71,7 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 			caFile = savedCA
 		}
 		if caFile == "" {
-			caFile = appliance.CAFile(*data)
+			caFile = node.CAFile(*data)
 		}
 		if _, err := os.Stat(caFile); err != nil {
 			return nil, fmt.Errorf("an https URL needs the cluster CA: set ROLLCALL_CA to its PEM file (%v)", err)
@@ -88,7 +88,7 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 // nodeURL is the API of the node whose data directory is data, from the
 // node.json it writes when it starts.
 func nodeURL(data string) (string, bool) {
-	info, err := appliance.ReadNodeInfo(data)
+	info, err := node.ReadNodeInfo(data)
 	if err != nil || info.HTTPAddr == "" {
 		return "", false
 	}
@@ -97,7 +97,7 @@ func nodeURL(data string) (string, bool) {
 
 // nodeToken is the admin token in the node's data directory.
 func nodeToken(data string) (string, error) {
-	b, err := os.ReadFile(appliance.AdminTokenFile(data))
+	b, err := os.ReadFile(node.AdminTokenFile(data))
 	return strings.TrimSpace(string(b)), err
 }
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/console"
 	"github.com/rollcall/rollcall/store"
 )
@@ -59,7 +59,7 @@ func consoleOptions(data string) console.Options {
 		}
 	}
 	if o.CAFile == "" && strings.HasPrefix(o.URL, "https://") {
-		o.CAFile = appliance.CAFile(data)
+		o.CAFile = node.CAFile(data)
 	}
 	return o
 }
@@ -86,11 +86,11 @@ func cmdSetup(args []string, s streams) error {
 	defer logf.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var n *appliance.Node
+	var n *node.Node
 	_, err = console.Setup(ctx, console.SetupOptions{DataDir: *data, CheckName: store.ValidName, Start: func(ctx context.Context, ch console.SetupChoices) (string, error) {
 		host := ch.Address.Addr().String()
 		var err error
-		n, err = appliance.Start(ctx, appliance.Options{
+		n, err = node.Start(ctx, node.Options{
 			DataDir: *data, Name: ch.Name, Join: ch.Join, RedfishDetect: true,
 			HTTPAddr: net.JoinHostPort(host, "8080"), RaftAddr: net.JoinHostPort(host, "8300"),
 			Logger: slog.New(slog.NewTextHandler(logf, nil)), // the screen is the setup's

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -123,7 +123,7 @@ func TestCLIOverHTTPS(t *testing.T) {
 	_, port, _ := strings.Cut(n.HTTPSAddr(), ":")
 	t.Setenv("ROLLCALL_URL", "https://localhost:"+port)
 	t.Setenv("ROLLCALL_TOKEN", n.admin)
-	t.Setenv("ROLLCALL_CA", appliance.CAFile(n.data))
+	t.Setenv("ROLLCALL_CA", node.CAFile(n.data))
 	var code int
 	var errs string
 	waitFor(t, "rollcall list over https", func() bool { // the node makes its certificate after it starts

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
 
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // testNode is a node started for a test, with its data directory, admin
 // token and log file.
 type testNode struct {
-	*appliance.Node
+	*node.Node
 	data, admin, logFile string
 }
 
@@ -80,7 +80,7 @@ func startNode(t *testing.T, o nodeOptions) *testNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logw.Close() }) // after the node's Close, registered below
-	opts := appliance.Options{
+	opts := node.Options{
 		DataDir: data, Name: o.name, HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: o.join,
 		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RaftTune: func(c *cluster.Config) {
@@ -91,7 +91,7 @@ func startNode(t *testing.T, o nodeOptions) *testNode {
 	if o.https {
 		opts.HTTPSAddr = "127.0.0.1:0"
 	}
-	n, err := appliance.Start(t.Context(), opts)
+	n, err := node.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("start node %s: %v", o.name, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"runtime/trace"
 	"syscall"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/pki"
 )
 
@@ -20,7 +20,7 @@ import (
 func cmdServe(args []string, s streams) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(s.stderr)
-	var o appliance.Options
+	var o node.Options
 	fs.StringVar(&o.DataDir, "data", "var", "data directory")
 	fs.StringVar(&o.Name, "name", "", "node name (default: the host name)")
 	fs.StringVar(&o.HTTPAddr, "http", "127.0.0.1:8080", "API and web UI listen address")
@@ -43,8 +43,8 @@ func cmdServe(args []string, s streams) error {
 		return fmt.Errorf("-log-level: %q is not one of debug, info, warn, error", *logLevel)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: lvl}))
-	appliance.LowerBackground()
-	appliance.TuneRuntime()
+	node.LowerBackground()
+	node.TuneRuntime()
 	stopProfiles, err := startProfiles()
 	if err != nil {
 		return err
@@ -52,12 +52,12 @@ func cmdServe(args []string, s streams) error {
 	defer stopProfiles()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := appliance.Start(ctx, o)
+	n, err := node.Start(ctx, o)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(s.stderr, "\nRollcall node %s is up: http://%s\n", n.Name(), n.HTTPAddr())
-	if tok := appliance.AdminTokenFile(o.DataDir); fileExists(tok) {
+	if tok := node.AdminTokenFile(o.DataDir); fileExists(tok) {
 		fmt.Fprintf(s.stderr, "admin token: %s (Authorization: Bearer <token>)\n", tok)
 	}
 	fmt.Fprintln(s.stderr)

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/boottoken"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/appliance/wire"
@@ -45,13 +45,13 @@ type Options struct {
 	// Node has the last word on the node's options (TFTPAddr, HTTPSAddr,
 	// RedfishDetect, a DataDir the test prepared, a Logger of its own…),
 	// after nodetest filled in its own.
-	Node func(*appliance.Options)
+	Node func(*node.Options)
 }
 
 // Node is a started node with the tokens a client of it uses. It is closed
 // when the test ends.
 type Node struct {
-	*appliance.Node
+	*node.Node
 	Dir   string // the data directory
 	Admin string // the cluster's admin token (DATA/admin.token of the first node)
 	Agent string // the cluster's shared agent token
@@ -125,7 +125,7 @@ func start(t testing.TB, o Options, join string) *Node {
 	if o.Log != nil {
 		h = slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelDebug})
 	}
-	opts := appliance.Options{
+	opts := node.Options{
 		DataDir: t.TempDir(), Name: o.Name, HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
 		Logger: slog.New(h), RaftTune: o.RaftTune,
 	}
@@ -137,7 +137,7 @@ func start(t testing.TB, o Options, join string) *Node {
 			t.Fatal(err)
 		}
 	}
-	n, err := appliance.Start(t.Context(), opts)
+	n, err := node.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("start node %s: %v", o.Name, err)
 	}

@@ -107,7 +107,8 @@ var rules = map[string]rule{
 	"power/redfish/redfishtest": {why: "test support: a Redfish service from DMTF mockups, independent of the driver"},
 
 	// The node.
-	"appliance": {why: "composes the node: the only package that knows how the services fit together",
+	"appliance": {why: "the package map of the node's sub-packages: documentation only, no code"},
+	"appliance/node": {why: "composes the node: the only package that knows how the services fit together",
 		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/pki", "appliance/wire",
 			"dhcp", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/pgexport", "tftp"},
 		tests: []string{"appliance/nodetest", "lab/testenv", "store/pgexport/pgtest"}},
@@ -119,7 +120,7 @@ var rules = map[string]rule{
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
 		tests: []string{"appliance/nodetest", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
-		imports: []string{"appliance", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
+		imports: []string{"appliance/node", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
 	"appliance/connlimit": {why: "connection limits for the node's HTTP servers: a leaf"},
 	"appliance/boottoken": {why: "boot tokens, minted by the node for boot scripts and checked by the API: a leaf that declares the one method of the master key it uses",
 		tests: []string{"appliance/pki"}},
@@ -135,7 +136,7 @@ var rules = map[string]rule{
 	"appliance/cli": {why: "the command line: a client of the API (apiclient, wire) that starts a node (serve, setup) only through " +
 		"appliance's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
-		imports: []string{"appliance", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
+		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
 		tests:   []string{"power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
@@ -152,16 +153,16 @@ var rules = map[string]rule{
 	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/testenv"}},
 	"lab/fleet":                  {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
 	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
-	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance", "dhcp", "lab/bench/dhcp/replica", "store"}},
+	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
 	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
 	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
-	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance", "store"}},
-	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance", "appliance/wire"}},
-	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance", "lab/fleet"}},
+	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
+	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
+	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
 	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "raftfsm/cluster", "store"}},
-	"lab/bench/tftp": {why: "a benchmark program", imports: []string{"appliance", "tftp"}},
+	"lab/bench/tftp": {why: "a benchmark program", imports: []string{"appliance/node", "tftp"}},
 }
 
 // edge is one allowed import: from imports to, in a _test.go file or not.
@@ -245,7 +246,7 @@ type confinement struct {
 }
 
 var confined = map[string]confinement{
-	"github.com/gin-gonic/gin": {[]string{"appliance", "appliance/httpapi"}, "only the node's HTTP side knows gin (STYLE.md item 1); services serve net/http"},
+	"github.com/gin-gonic/gin": {[]string{"appliance/node", "appliance/httpapi"}, "only the node's HTTP side knows gin (STYLE.md item 1); services serve net/http"},
 	"github.com/rivo/tview":    {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/gdamore/tcell": {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/hashicorp/raft": {[]string{"raftfsm", "raftfsm/cluster", "raftfsm/fsmtest", "lab/baseline", "lab/bench/dhcp/replica"},

@@ -48,7 +48,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 
-	"github.com/rollcall/rollcall/appliance"
+	appnode "github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/lab/bench/dhcp/replica"
 	"github.com/rollcall/rollcall/store"
@@ -97,7 +97,7 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	appliance.TuneRuntime() // as `rollcall serve` does
+	appnode.TuneRuntime() // as `rollcall serve` does
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	restore, err := setRmemDefault(*rmemDefault)

@@ -7,7 +7,7 @@
 //
 // Both servers run as child processes on 127.0.0.1 so that neither shares a
 // Go runtime with the client: the node is this binary re-executed with
-// -serve (appliance.Start on a fresh data directory; the files are uploaded
+// -serve (node.Start on a fresh data directory; the files are uploaded
 // through the API as image "bench"), nginx is Debian's binary run as
 // `nginx -c CONF -p PREFIX -g 'daemon off;'` with a configuration in a
 // temporary directory (sendfile on, access_log off), serving the same bytes
@@ -47,7 +47,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -87,7 +87,7 @@ func main() {
 
 // serve is the child process: one node until SIGTERM.
 func serve(cfg config) error {
-	appliance.TuneRuntime() // as `rollcall serve` does
+	node.TuneRuntime() // as `rollcall serve` does
 	if p := os.Getenv("BENCH_CPUPROFILE"); p != "" {
 		if f, err := os.Create(p); err == nil {
 			_ = pprof.StartCPUProfile(f)
@@ -96,7 +96,7 @@ func serve(cfg config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	n, err := appliance.Start(ctx, appliance.Options{
+	n, err := node.Start(ctx, node.Options{
 		DataDir: cfg.data, Name: "bench", HTTPAddr: cfg.addr, RaftAddr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})

@@ -27,7 +27,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/wire"
 )
 
@@ -129,7 +129,7 @@ func run(cfg config) error {
 	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.clients, MaxConnsPerHost: cfg.clients}}
 
 	// Three nodes: the first bootstraps, the others join with codes.
-	var nodes []*appliance.Node
+	var nodes []*node.Node
 	defer func() {
 		for i := len(nodes) - 1; i >= 0; i-- {
 			nodes[i].Close()
@@ -141,7 +141,7 @@ func run(cfg config) error {
 		if err != nil {
 			return err
 		}
-		o := appliance.Options{
+		o := node.Options{
 			DataDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)), Name: fmt.Sprintf("n%d", i+1),
 			HTTPAddr: "127.0.0.1:0", RaftAddr: raftAddr, Logger: logger,
 		}
@@ -152,7 +152,7 @@ func run(cfg config) error {
 			}
 			o.Join = code.Code
 		}
-		n, err := appliance.Start(ctx, o)
+		n, err := node.Start(ctx, o)
 		if err != nil {
 			return fmt.Errorf("start n%d: %w", i+1, err)
 		}
@@ -363,7 +363,7 @@ func run(cfg config) error {
 	return nil
 }
 
-func waitLeader(ctx context.Context, n *appliance.Node) error {
+func waitLeader(ctx context.Context, n *node.Node) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return n.Cluster().WaitLeader(ctx)

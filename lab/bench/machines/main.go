@@ -43,7 +43,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/lab/fleet"
 )
 
@@ -88,7 +88,7 @@ func logf(format string, a ...any) {
 
 // cluster is three appliance nodes in this process.
 type cluster struct {
-	nodes      []*appliance.Node
+	nodes      []*node.Node
 	admin      string
 	httpClient *http.Client
 	stuck      []string // nodes whose Close did not return
@@ -132,13 +132,13 @@ func startCluster(ctx context.Context, dir string, verbose bool) (*cluster, erro
 		Timeout:   60 * time.Second,
 		Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second},
 	}}
-	opts := func(k int) appliance.Options {
-		return appliance.Options{
+	opts := func(k int) node.Options {
+		return node.Options{
 			DataDir: filepath.Join(dir, fmt.Sprintf("n%d", k)), Name: fmt.Sprintf("n%d", k),
 			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Logger: logger,
 		}
 	}
-	n1, err := appliance.Start(ctx, opts(1))
+	n1, err := node.Start(ctx, opts(1))
 	if err != nil {
 		return nil, fmt.Errorf("start n1: %w", err)
 	}
@@ -157,7 +157,7 @@ func startCluster(ctx context.Context, dir string, verbose bool) (*cluster, erro
 		}
 		o := opts(k)
 		o.Join = jc.Code
-		n, err := appliance.Start(ctx, o)
+		n, err := node.Start(ctx, o)
 		if err != nil {
 			c.close()
 			return nil, fmt.Errorf("start n%d: %w", k, err)

@@ -44,7 +44,7 @@ import (
 
 	pintftp "github.com/pin/tftp/v3"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/tftp"
 )
 
@@ -90,7 +90,7 @@ func serve(cfg config) error {
 	defer stop()
 	switch cfg.serve {
 	case "rollcall":
-		appliance.TuneRuntime() // as `rollcall serve` does
+		node.TuneRuntime() // as `rollcall serve` does
 		if cfg.profile != "" {
 			f, err := os.Create(cfg.profile)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -80,7 +80,7 @@ func main() {
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := appliance.Start(ctx, appliance.Options{
+	n, err := node.Start(ctx, node.Options{
 		DataDir: dir, Name: "node-1", HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RaftTune: func(c *cluster.Config) {

@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 
 	tftpclient "github.com/pin/tftp/v3"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
@@ -23,7 +23,7 @@ func TestNodeServesTFTP(t *testing.T) {
 	os.WriteFile(filepath.Join(ipxe, "ipxe.efi"), want, 0o644)
 	os.WriteFile(filepath.Join(ipxe, "secret.txt"), []byte("no"), 0o644)
 	os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"ipxe_dir":"`+ipxe+`"}`), 0o600)
-	n := nodetest.StartWith(t, nodetest.Options{RaftTune: func(*cluster.Config) {}, Node: func(o *appliance.Options) {
+	n := nodetest.StartWith(t, nodetest.Options{RaftTune: func(*cluster.Config) {}, Node: func(o *node.Options) {
 		o.DataDir, o.TFTPAddr = data, "127.0.0.1:0"
 	}})
 	addrs := n.TFTPAddrs()

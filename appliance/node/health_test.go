@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestHealthListsParts(t *testing.T) {
 	n := nodetest.Start(t)
 	n.RunPart("tftp", func(ctx context.Context, _ *slog.Logger) error {
-		return appliance.PublicError("cannot listen for TFTP on 10.9.9.9:69", errors.New("bind: cannot assign requested address"))
+		return node.PublicError("cannot listen for TFTP on 10.9.9.9:69", errors.New("bind: cannot assign requested address"))
 	})
 	nodetest.WaitFor(t, "the part to fail", func() bool {
 		r := n.Do(t, "GET", "/api/v1/health", nil)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package appliance
+package node
 
 import (
 	"context"

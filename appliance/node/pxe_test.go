@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
@@ -102,7 +102,7 @@ func TestRealPXEBoot(t *testing.T) {
 	// The node: DHCP, TFTP (port 69 on the link address: PXE firmware asks
 	// there) and HTTP, logging at debug level into the timeline.
 	tl := &timeline{}
-	n := nodetest.StartWith(t, nodetest.Options{Name: "pxe1", Node: func(o *appliance.Options) {
+	n := nodetest.StartWith(t, nodetest.Options{Name: "pxe1", Node: func(o *node.Options) {
 		o.TFTPAddr, o.Logger = linkIP+":69", slog.New(&timelineHandler{tl: tl})
 	}})
 	admin := n.Admin

@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
@@ -175,7 +175,7 @@ func TestBootLoaderFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("no"), 0o644)
-	conf, _ := json.Marshal(appliance.FileConfig{IPXEDir: dir})
+	conf, _ := json.Marshal(node.FileConfig{IPXEDir: dir})
 	n := nodetest.StartWith(t, nodetest.Options{Config: string(conf)})
 
 	var got []byte

@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	tftpclient "github.com/pin/tftp/v3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/raftfsm"
 
@@ -40,7 +40,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 	for p, b := range files {
 		os.WriteFile(p, b, 0o644)
 	}
-	conf, _ := json.Marshal(appliance.FileConfig{PXELinuxDir: pxelinuxDir, SyslinuxDir: syslinuxDir, IPXEDir: t.TempDir()})
+	conf, _ := json.Marshal(node.FileConfig{PXELinuxDir: pxelinuxDir, SyslinuxDir: syslinuxDir, IPXEDir: t.TempDir()})
 	os.WriteFile(filepath.Join(data, "rollcall.json"), conf, 0o600)
 	var logs nodetest.LogBuffer
 	n, admin := startTFTPNode(t, data, &logs)
@@ -155,7 +155,7 @@ func TestNodeServesPXELinux(t *testing.T) {
 // logging at debug level into log, and returns it with its admin token.
 func startTFTPNode(t *testing.T, data string, log *nodetest.LogBuffer) (*nodetest.Node, string) {
 	t.Helper()
-	n := nodetest.StartWith(t, nodetest.Options{Log: log, Node: func(o *appliance.Options) {
+	n := nodetest.StartWith(t, nodetest.Options{Log: log, Node: func(o *node.Options) {
 		o.DataDir, o.TFTPAddr = data, "127.0.0.1:0"
 	}})
 	if len(n.TFTPAddrs()) == 0 {

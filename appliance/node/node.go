@@ -5,7 +5,7 @@
 // (appliance/console) are clients of its API; the command line starts a node
 // through Start and reads what DataDir holds for clients (datadir.go), never
 // the other way round.
-package appliance
+package node
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"crypto/tls"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
@@ -23,7 +23,7 @@ import (
 func TestHTTPS(t *testing.T) {
 	data := t.TempDir()
 	os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"tls_names":["rollcall.example.test"],"admin_http":"loopback"}`), 0o600)
-	n := nodetest.StartWith(t, nodetest.Options{Name: "h1", RaftTune: func(*cluster.Config) {}, Node: func(o *appliance.Options) {
+	n := nodetest.StartWith(t, nodetest.Options{Name: "h1", RaftTune: func(*cluster.Config) {}, Node: func(o *node.Options) {
 		o.DataDir, o.HTTPSAddr = data, "127.0.0.1:0"
 	}})
 	nodetest.WaitFor(t, "the https certificate", func() bool { return n.HTTPSCert() != nil })

@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/lab/testenv"
 	"github.com/rollcall/rollcall/raftfsm"
@@ -53,7 +53,7 @@ func TestNodeServesDHCPFromTheModel(t *testing.T) {
 	run(t, "ip", "-n", ns, "link", "set", cliIf, "up")
 	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
 
-	appliance.SetDHCPAddrCheck(t, 200*time.Millisecond)
+	node.SetDHCPAddrCheck(t, 200*time.Millisecond)
 	n := nodetest.Start(t)
 	ctx := context.Background()
 	now := time.Now().UTC()

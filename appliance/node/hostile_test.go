@@ -1,4 +1,4 @@
-package appliance_test
+package node_test
 
 import (
 	"bufio"
