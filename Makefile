@@ -34,7 +34,7 @@ e2e: build image
 	$(GO) test -count=1 -timeout 20m -tags e2e -run . ./lab/e2e/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./raftfsm/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./raftfsm/ ./raftfsm/cluster/
 	$(GO) run ./lab/bench/raft
 	$(GO) run ./lab/bench/ipam
 	$(GO) run ./lab/bench/tftp

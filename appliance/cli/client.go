@@ -15,9 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/apiclient"
 	"github.com/rollcall/rollcall/appliance/console"
+	"github.com/rollcall/rollcall/appliance/node"
 )
 
 // client is the CLI's API client: apiclient with the CLI's way of finding

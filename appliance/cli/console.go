@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/console"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/store"
 )
 

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/boottoken"
+	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
