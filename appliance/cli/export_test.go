@@ -88,7 +88,7 @@ func TestExportStatusCLI(t *testing.T) {
 	t.Setenv("ROLLCALL_URL", "") // -data says which node
 	t.Setenv("ROLLCALL_TOKEN", "")
 	t.Setenv("PGPASSWORD", "")
-	if out := mustRun(t, "export", "status", "-data", startNode(t, nodeOptions{name: "plain"}).data); out != "node plain: no postgres_export in its configuration\n" {
+	if out := mustRun(t, "export", "status", "-data", startNode(t, nodeOptions{name: "plain"}).Dir); out != "node plain: no postgres_export in its configuration\n" {
 		t.Errorf("export status without a mirror: %q", out)
 	}
 
@@ -98,7 +98,7 @@ func TestExportStatusCLI(t *testing.T) {
 	status := func(n *testNode) wire.ExportStatusView {
 		t.Helper()
 		var v wire.ExportStatusView
-		if err := json.Unmarshal([]byte(mustRun(t, "export", "status", "-json", "-data", n.data)), &v); err != nil {
+		if err := json.Unmarshal([]byte(mustRun(t, "export", "status", "-json", "-data", n.Dir)), &v); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -114,7 +114,7 @@ func TestExportStatusCLI(t *testing.T) {
 		return v.Role == "standby" && v.Mirror != nil && v.Mirror.Connected && v.Mirror.ExportedIndex > 0
 	})
 	for i, want := range []string{"node t1: mirror (leader t1)\n", "node t2: standby (leader t1)\n"} {
-		out := mustRun(t, "export", "status", "-data", nodes[i].data)
+		out := mustRun(t, "export", "status", "-data", nodes[i].Dir)
 		if !strings.HasPrefix(out, want) || !strings.Contains(out, "\ntarget:    ") || !strings.Contains(out, "\nexported:  index ") ||
 			!strings.Contains(out, "\napplied:   index ") || !strings.Contains(out, "\nlag:       ") {
 			t.Errorf("export status on %s:\n%s", nodes[i].Name(), out)

@@ -104,15 +104,15 @@ func TestCLIFindsTheNodeFromItsDataDirectory(t *testing.T) {
 	n := startNode(t, nodeOptions{})
 	t.Setenv("ROLLCALL_URL", "")
 	t.Setenv("ROLLCALL_TOKEN", "")
-	t.Setenv("ROLLCALL_DATA", n.data)
+	t.Setenv("ROLLCALL_DATA", n.Dir)
 	if out := mustRun(t, "add", "-name", "d1"); !machineIDs.MatchString(out) {
 		t.Errorf("add: %q", out)
 	}
 	t.Setenv("ROLLCALL_DATA", "")
-	if out := mustRun(t, "list", "-data", n.data); !strings.Contains(out, "d1") {
+	if out := mustRun(t, "list", "-data", n.Dir); !strings.Contains(out, "d1") {
 		t.Errorf("list -data: %q", out)
 	}
-	if o := consoleOptions(n.data); o.URL != "http://"+n.HTTPAddr() || o.Token != n.admin {
+	if o := consoleOptions(n.Dir); o.URL != "http://"+n.HTTPAddr() || o.Token != n.Admin {
 		t.Errorf("consoleOptions = %+v, want the node's URL and token", o)
 	}
 }
@@ -122,8 +122,8 @@ func TestCLIOverHTTPS(t *testing.T) {
 	n := startNode(t, nodeOptions{https: true})
 	_, port, _ := strings.Cut(n.HTTPSAddr(), ":")
 	t.Setenv("ROLLCALL_URL", "https://localhost:"+port)
-	t.Setenv("ROLLCALL_TOKEN", n.admin)
-	t.Setenv("ROLLCALL_CA", node.CAFile(n.data))
+	t.Setenv("ROLLCALL_TOKEN", n.Admin)
+	t.Setenv("ROLLCALL_CA", node.CAFile(n.Dir))
 	var code int
 	var errs string
 	waitFor(t, "rollcall list over https", func() bool { // the node makes its certificate after it starts

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/rollcall/rollcall/appliance/node"
-	"github.com/rollcall/rollcall/raftfsm/cluster"
+	"github.com/rollcall/rollcall/appliance/nodetest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from what the CLI prints")
@@ -29,17 +28,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// ---- a real node for the CLI to talk to
-//
-// TODO(merge): use nodetest. appliance/nodetest (made on another branch)
-// is the module's one helper that starts a node for tests; this is the
-// minimal stand-in until the branches meet, and its only copy.
+// ---- a real node for the CLI to talk to (appliance/nodetest starts it)
 
-// testNode is a node started for a test, with its data directory, admin
-// token and log file.
+// testNode is a node started for a test, with the file its log goes to.
 type testNode struct {
-	*node.Node
-	data, admin, logFile string
+	*nodetest.Node
+	logFile string
 }
 
 // log is what the node has logged so far (debug level).
@@ -60,19 +54,10 @@ type nodeOptions struct {
 	https  bool   // serve the HTTPS API too
 }
 
-// startNode starts a node on loopback ports under a temporary directory;
-// it is closed when the test ends.
+// startNode starts a node through nodetest, with a join code of the CLI's
+// own making when o.join is set; it is closed when the test ends.
 func startNode(t *testing.T, o nodeOptions) *testNode {
 	t.Helper()
-	data := t.TempDir()
-	if o.config != "" {
-		if err := os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(o.config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if o.name == "" {
-		o.name = "t1"
-	}
 	// A file, not a buffer: the test may read it while the node logs.
 	logFile := filepath.Join(t.TempDir(), "node.log")
 	logw, err := os.Create(logFile)
@@ -80,38 +65,20 @@ func startNode(t *testing.T, o nodeOptions) *testNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logw.Close() }) // after the node's Close, registered below
-	opts := node.Options{
-		DataDir: data, Name: o.name, HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: o.join,
-		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RaftTune: func(c *cluster.Config) {
-			// A lone voter elects itself after one election timeout.
-			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-		},
-	}
-	if o.https {
-		opts.HTTPSAddr = "127.0.0.1:0"
-	}
-	n, err := node.Start(t.Context(), opts)
-	if err != nil {
-		t.Fatalf("start node %s: %v", o.name, err)
-	}
-	t.Cleanup(func() {
-		if err := n.Close(); err != nil {
-			t.Errorf("close node %s: %v", o.name, err)
+	n := nodetest.StartWith(t, nodetest.Options{Name: o.name, Config: o.config, Log: logw, Node: func(opts *node.Options) {
+		opts.Join = o.join
+		if o.https {
+			opts.HTTPSAddr = "127.0.0.1:0"
 		}
-	})
-	tok, err := nodeToken(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testNode{Node: n, data: data, admin: tok, logFile: logFile}
+	}})
+	return &testNode{Node: n, logFile: logFile}
 }
 
 // use points the CLI at n, as an operator's $ROLLCALL_URL and
 // $ROLLCALL_TOKEN would.
 func (n *testNode) use(t *testing.T) {
 	t.Setenv("ROLLCALL_URL", "http://"+n.HTTPAddr())
-	t.Setenv("ROLLCALL_TOKEN", n.admin)
+	t.Setenv("ROLLCALL_TOKEN", n.Admin)
 }
 
 // startCluster starts count nodes named t1, t2, … with o (o.name and
@@ -144,7 +111,7 @@ func (n *testNode) call(t *testing.T, method, path string, body io.Reader, heade
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+n.admin)
+	req.Header.Set("Authorization", "Bearer "+n.Admin)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

@@ -55,6 +55,8 @@ type Node struct {
 	Dir   string // the data directory
 	Admin string // the cluster's admin token (DATA/admin.token of the first node)
 	Agent string // the cluster's shared agent token
+
+	joined bool // started with a join code
 }
 
 // fastElection makes a single voter elect itself after one short timeout.
@@ -78,7 +80,9 @@ func StartWith(t testing.TB, o Options) *Node {
 		o.RaftTune = fastElection
 	}
 	n := start(t, o, "")
-	n.Admin, n.Agent = readToken(t, n.Dir, "admin.token"), readToken(t, n.Dir, "agent.token")
+	if !n.joined { // a node that joined holds no token files: its cluster's first node does
+		n.Admin, n.Agent = readToken(t, n.Dir, "admin.token"), readToken(t, n.Dir, "agent.token")
+	}
 	return n
 }
 
@@ -146,7 +150,7 @@ func start(t testing.TB, o Options, join string) *Node {
 			t.Errorf("close node %s: %v", o.Name, err)
 		}
 	})
-	return &Node{Node: n, Dir: opts.DataDir}
+	return &Node{Node: n, Dir: opts.DataDir, joined: opts.Join != ""}
 }
 
 func readToken(t testing.TB, dir, name string) string {
