@@ -134,10 +134,10 @@ var rules = map[string]rule{
 		imports: []string{"appliance/apiclient", "appliance/pki", "appliance/wire"},
 		tests:   []string{"store", "store/inventory"}},
 	"appliance/cli": {why: "the command line: a client of the API (apiclient, wire) that starts a node (serve, setup) only through " +
-		"appliance's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
+		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
 		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
-		tests:   []string{"power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory", "store/pgexport/pgtest"}},
+		tests:   []string{"appliance/nodetest", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
@@ -246,7 +246,7 @@ type confinement struct {
 }
 
 var confined = map[string]confinement{
-	"github.com/gin-gonic/gin": {[]string{"appliance/node", "appliance/httpapi"}, "only the node's HTTP side knows gin (STYLE.md item 1); services serve net/http"},
+	"github.com/gin-gonic/gin": {[]string{"appliance/httpapi"}, "only the REST API knows gin (STYLE.md item 1); services serve net/http"},
 	"github.com/rivo/tview":    {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/gdamore/tcell": {[]string{"appliance/console"}, "the console is the one terminal UI"},
 	"github.com/hashicorp/raft": {[]string{"raftfsm", "raftfsm/cluster", "raftfsm/fsmtest", "lab/baseline", "lab/bench/dhcp/replica"},
