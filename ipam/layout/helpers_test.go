@@ -127,6 +127,24 @@ func (s *site) commission(inv *inventory.Report) layout.Input {
 	return in
 }
 
+// input commissions the machine, then changes the model (setup) and adds
+// the pins (IFACE=ADDR).
+func (s *site) input(inv *inventory.Report, setup func(*site), pins []string) layout.Input {
+	s.t.Helper()
+	in := s.commission(inv)
+	if setup != nil {
+		setup(s)
+	}
+	for _, raw := range pins {
+		pin, err := layout.ParsePin(raw)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		in.Pins = append(in.Pins, pin)
+	}
+	return in
+}
+
 // resolve parses a layout (none: Default) and resolves it in a read-only
 // transaction.
 func (s *site) resolve(in layout.Input, name, doc string) (*layout.Plan, error) {

@@ -103,17 +103,7 @@ func (c planCase) plan(t *testing.T) *layout.Plan {
 	if c.inv != nil {
 		inv = c.inv()
 	}
-	in := s.commission(inv)
-	if c.setup != nil {
-		c.setup(s)
-	}
-	for _, raw := range c.pins {
-		pin, err := layout.ParsePin(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.Pins = append(in.Pins, pin)
-	}
+	in := s.input(inv, c.setup, c.pins)
 	before := s.used()
 	p, err := s.resolve(in, c.name, c.layout)
 	if err != nil {
@@ -305,19 +295,9 @@ func TestRefusals(t *testing.T) {
 			if c.inv != nil {
 				c.inv(inv)
 			}
-			in := s.commission(inv)
+			in := s.input(inv, c.setup, c.pins)
 			if c.noInv {
 				in.Inventory = nil
-			}
-			if c.setup != nil {
-				c.setup(s)
-			}
-			for _, raw := range c.pins {
-				p, err := layout.ParsePin(raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				in.Pins = append(in.Pins, p)
 			}
 			before := s.used()
 			_, err := s.resolve(in, "x", c.layout)

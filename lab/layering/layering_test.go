@@ -80,7 +80,7 @@ var rules = map[string]rule{
 		imports: []string{"ipam", "store", "store/inventory"},
 		tests:   []string{"lab/testenv", "raftfsm", "raftfsm/fsmtest"}},
 	"raftfsm": {why: "the replicated state machine: commands are applied to the store under the network model's rules",
-		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
+		imports: []string{"ipam", "ipam/layout", "store", "store/binenc", "store/inventory"},
 		tests:   []string{"raftfsm/fsmtest"}},
 	"raftfsm/cluster": {why: "the Raft node that feeds raftfsm's state machine: its transport, forwarding and membership",
 		imports: []string{"raftfsm", "store"},
@@ -175,6 +175,9 @@ var against = map[edge]string{
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
 		"both (into store, or a package of their own) would restore the direction",
+	{"raftfsm", "ipam/layout", false}: "a service importing a service, as raftfsm → ipam: LayoutPut runs the layout " +
+		"parser's checks (layout.Parse, CheckName) on every node before it writes; ipam/layout imports only ipam, " +
+		"store and the model, never raftfsm",
 	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the commands " +
 		"that commission its generated machines (raftfsm.Commission), as the API does; only tests and lab/bench/export import it",
 	{"store/pgexport", "raftfsm", true}: "the export's tests fill the store through the real FSM",
