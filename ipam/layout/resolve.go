@@ -505,6 +505,7 @@ func (r *resolver) name(ws []*work) error {
 		return nil
 	}
 	kinds := map[string]string{}
+	ib := map[string]bool{}
 	for _, w := range ws {
 		it := w.it
 		res := Resolved{Type: it.Type, MTU: it.MTU, VID: it.VID}
@@ -550,6 +551,7 @@ func (r *resolver) name(ws []*work) error {
 			return err
 		}
 		kinds[res.Name] = it.Type
+		ib[res.Name] = res.GUID != ""
 		w.res = res
 	}
 	tags := map[string]bool{}
@@ -559,6 +561,9 @@ func (r *resolver) name(ws []*work) error {
 		}
 		switch kinds[w.res.Parent] {
 		case TypePhysical, TypeBond:
+			if ib[w.res.Parent] {
+				return invalid("%s: parent %s is an InfiniBand port, which has partitions, not VLANs", w.where, w.res.Parent)
+			}
 		case TypeVLAN:
 			return invalid("%s: parent %s is a VLAN; a VLAN sits on a physical interface or a bond", w.where, w.res.Parent)
 		default:

@@ -45,6 +45,8 @@ var planCases = map[string]planCase{
 	"dhcp-fallback": {empty: true},
 	// No layout: an auto address on the boot subnet.
 	"default": {want: []string{"10.50.0.50/24"}},
+	// No layout, a pin being set on the boot NIC: it takes the pin.
+	"default-pinned": {pins: []string{"eno1=10.50.0.99"}, want: []string{"10.50.0.99/24"}},
 	// No layout on a dual-stack VLAN: the boot NIC takes an address on
 	// the IPv4 subnet it booted from and on the IPv6 subnet beside it, with
 	// a default route for each family.
@@ -220,6 +222,8 @@ func TestRefusals(t *testing.T) {
 			kind:   "invalid", says: "name:ens1f0 chooses ens1f0, which interfaces[0] (physical mac:b4:96:91:00:00:10) has already"},
 		"VLAN on a missing parent": {layout: lay(boot, `{"type": "vlan", "parent": "bond9", "vid": 200}`), kind: "invalid",
 			says: "interfaces[1] (vlan bond9.200): parent bond9 is not an interface of the layout (it has eno1)"},
+		"VLAN on an InfiniBand port": {layout: lay(phys("ib:0", ""), `{"type": "vlan", "parent": "ib0", "vid": 200}`), kind: "invalid",
+			says: "interfaces[1] (vlan ib0.200): parent ib0 is an InfiniBand port, which has partitions, not VLANs"},
 		"static address outside its subnet": {
 			layout: lay(phys("boot", `{"subnet": "storage", "mode": "static", "address": "10.50.0.77"}`)), kind: "invalid",
 			says: "interfaces[0] (physical boot) links[0]: static address 10.50.0.77 is outside its subnet 10.60.0.0/24"},
