@@ -153,46 +153,90 @@ func SubnetOf(tx *store.Tx, a netip.Addr) (store.Subnet, error) {
 // addresses never come from a dynamic or reserved range, reserved ones never
 // from a dynamic range, and DHCP ones only from a dynamic range.
 func Claim(tx *store.Tx, a store.Address) error {
-	a.IP = a.IP.Unmap()
-	s, err := SubnetOf(tx, a.IP)
+	a, s, err := checkClaim(tx, a)
 	if err != nil {
 		return err
 	}
+	if err := tx.PutAddress(a); err != nil {
+		return err
+	}
+	return advanceHint(tx, s, a.IP)
+}
+
+// CheckClaim runs every check of Claim without writing: a plan (an
+// interface layout's addresses) is checked when it is made, on a read-only
+// transaction, and claimed later, when Claim checks it again against the
+// state it is applied to.
+func CheckClaim(tx *store.Tx, a store.Address) error {
+	_, _, err := checkClaim(tx, a)
+	return err
+}
+
+// ClaimAll claims every address or none: each is checked (and none may be
+// named twice) before the first is written, because a state machine
+// command must check everything before it writes.
+func ClaimAll(tx *store.Tx, as []store.Address) error {
+	seen := map[netip.Addr]bool{}
+	for _, a := range as {
+		if seen[a.IP.Unmap()] {
+			return invalid("address %s is claimed twice", a.IP.Unmap())
+		}
+		seen[a.IP.Unmap()] = true
+		if err := CheckClaim(tx, a); err != nil {
+			return err
+		}
+	}
+	for _, a := range as {
+		if err := Claim(tx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkClaim is Claim's checks; it returns the address as it is recorded
+// (unmapped, with its subnet) and that subnet.
+func checkClaim(tx *store.Tx, a store.Address) (store.Address, store.Subnet, error) {
+	a.IP = a.IP.Unmap()
+	s, err := SubnetOf(tx, a.IP)
+	if err != nil {
+		return a, s, err
+	}
 	if a.Subnet.IsValid() && a.Subnet != s.CIDR {
-		return invalid("address %s is in subnet %s, not %s", a.IP, s.CIDR, a.Subnet)
+		return a, s, invalid("address %s is in subnet %s, not %s", a.IP, s.CIDR, a.Subnet)
 	}
 	a.Subnet = s.CIDR
 	if !hostIn(s.CIDR, a.IP) {
-		return invalid("%s is not a host address of %s", a.IP, s.CIDR)
+		return a, s, invalid("%s is not a host address of %s", a.IP, s.CIDR)
 	}
 	switch a.How {
 	case store.HowAuto, store.HowStatic, store.HowPinned, store.HowReserved, store.HowDHCP, store.HowAdopted:
 	default:
-		return invalid("address kind %q is not one of auto, static, pinned, reserved, dhcp", a.How)
+		return a, s, invalid("address kind %q is not one of auto, static, pinned, reserved, dhcp", a.How)
 	}
 	if err := CheckIface(a.Interface); err != nil {
-		return err
+		return a, s, err
 	}
 	if len(a.Name) > 253 || strings.IndexFunc(a.Name, unicode.IsControl) >= 0 || !utf8.ValidString(a.Name) {
-		return invalid("address name %q is not a host name (at most 253 printable bytes)", clipText(a.Name))
+		return a, s, invalid("address name %q is not a host name (at most 253 printable bytes)", clipText(a.Name))
 	}
 	if a.How == store.HowReserved && a.Name == "" {
-		return invalid("a reserved address needs a name")
+		return a, s, invalid("a reserved address needs a name")
 	}
 	if a.How != store.HowReserved && a.How != store.HowAdopted && a.Machine == "" {
-		return invalid("a %s address needs a machine", a.How)
+		return a, s, invalid("a %s address needs a machine", a.How)
 	}
 	if a.Machine != "" {
 		if _, err := tx.Machine(a.Machine); err != nil {
-			return err
+			return a, s, err
 		}
 	}
 	if a.How != store.HowAdopted && a.IP == s.Gateway && a.How != store.HowReserved {
-		return conflict("%s is the gateway of %s", a.IP, s.CIDR)
+		return a, s, conflict("%s is the gateway of %s", a.IP, s.CIDR)
 	}
 	ranges, err := tx.Ranges(s.CIDR)
 	if err != nil {
-		return err
+		return a, s, err
 	}
 	var in *store.Range
 	for i := range ranges {
@@ -203,21 +247,27 @@ func Claim(tx *store.Tx, a store.Address) error {
 	switch a.How {
 	case store.HowAuto, store.HowStatic, store.HowPinned:
 		if in != nil && in.Kind != store.RangeStatic {
-			return conflict("%s is inside %s range %s–%s", a.IP, in.Kind, in.First, in.Last)
+			return a, s, conflict("%s is inside %s range %s–%s", a.IP, in.Kind, in.First, in.Last)
 		}
 	case store.HowReserved:
 		if in != nil && in.Kind == store.RangeDynamic {
-			return conflict("reservation %s is inside dynamic range %s–%s", a.IP, in.First, in.Last)
+			return a, s, conflict("reservation %s is inside dynamic range %s–%s", a.IP, in.First, in.Last)
 		}
 	case store.HowDHCP:
 		if in == nil || in.Kind != store.RangeDynamic {
-			return invalid("DHCP lease %s is outside every dynamic range of %s", a.IP, s.CIDR)
+			return a, s, invalid("DHCP lease %s is outside every dynamic range of %s", a.IP, s.CIDR)
 		}
 	}
-	if err := tx.PutAddress(a); err != nil {
-		return err
+	if tx.AddressUsed(a.IP) {
+		// The words of store.PutAddress, which refuses it too.
+		old, _ := tx.Address(a.IP)
+		who := old.Machine
+		if who == "" {
+			who = old.Name
+		}
+		return a, s, conflict("address %s is already in use (%s %s)", a.IP, old.How, who)
 	}
-	return advanceHint(tx, s, a.IP)
+	return a, s, nil
 }
 
 // advanceHint keeps "every address of the span below the hint is used (or

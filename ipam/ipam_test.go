@@ -555,3 +555,51 @@ func TestSubnetCreatesItsVLAN(t *testing.T) {
 		t.Fatalf("second vlan add: %v", err)
 	}
 }
+
+// TestCheckClaimAndClaimAll: CheckClaim refuses what Claim refuses, in the
+// same words, and writes nothing; ClaimAll writes every address or none.
+func TestCheckClaimAndClaimAll(t *testing.T) {
+	c := site(t)
+	c.must(reserve("10.50.0.60", "switch-1"))
+	addr := func(a string) store.Address {
+		return store.Address{IP: ip(a), How: store.HowStatic, Machine: machineID(1), Created: t0}
+	}
+	before := c.dump()
+	for a, says := range map[string]string{
+		"10.50.0.60":  "address 10.50.0.60 is already in use (reserved switch-1)",
+		"10.50.0.210": "10.50.0.210 is inside dynamic range 10.50.0.200–10.50.0.250",
+		"10.50.0.1":   "10.50.0.1 is the gateway of 10.50.0.0/24",
+		"10.50.0.5":   "10.50.0.5 is inside reserved range 10.50.0.1–10.50.0.20",
+		"10.99.0.1":   "address 10.99.0.1 is in no known subnet",
+	} {
+		var checked, claimed error
+		c.DB.View(func(tx *store.Tx) error { checked = ipam.CheckClaim(tx, addr(a)); return nil })
+		c.DB.DryRun(func(tx *store.Tx) error { claimed = ipam.Claim(tx, addr(a)); return nil })
+		if checked == nil || claimed == nil || checked.Error() != claimed.Error() || !strings.Contains(checked.Error(), says) {
+			t.Errorf("%s: CheckClaim %v, Claim %v, want both saying %q", a, checked, claimed, says)
+		}
+	}
+	if err := c.DB.View(func(tx *store.Tx) error { return ipam.CheckClaim(tx, addr("10.50.0.70")) }); err != nil {
+		t.Errorf("CheckClaim of a free address: %v", err)
+	}
+	for name, as := range map[string][]store.Address{
+		"one taken":   {addr("10.50.0.70"), addr("10.50.0.60")},
+		"named twice": {addr("10.50.0.70"), addr("10.50.0.70")},
+	} {
+		err := c.DB.Update(func(tx *store.Tx) error { return ipam.ClaimAll(tx, as) })
+		if err == nil {
+			t.Errorf("ClaimAll %s: accepted", name)
+		}
+	}
+	if after := c.dump(); after != before {
+		t.Errorf("refused claims changed the model:\n%s\n%s", before, after)
+	}
+	if err := c.DB.Update(func(tx *store.Tx) error {
+		return ipam.ClaimAll(tx, []store.Address{addr("10.50.0.70"), addr("10.50.0.71")})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.used(pfx("10.50.0.0/24"))); got != 3 {
+		t.Errorf("after ClaimAll of two, %d addresses are used, want 3", got)
+	}
+}

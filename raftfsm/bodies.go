@@ -401,6 +401,24 @@ func (b Job) record() store.Job {
 	}
 }
 
+// Layout is store.Layout in a LayoutPut.
+type Layout struct {
+	Name    string    `json:"name"`
+	JSON    string    `json:"json"`
+	Comment string    `json:"comment,omitempty"`
+	Created time.Time `json:"created"`
+	Index   uint64    `json:"index"`
+}
+
+// LayoutBody is the body of a layout record.
+func LayoutBody(l store.Layout) Layout {
+	return Layout{Name: l.Name, JSON: l.JSON, Comment: l.Comment, Created: l.Created, Index: l.Index}
+}
+
+func (b Layout) record() store.Layout {
+	return store.Layout{Name: b.Name, JSON: b.JSON, Comment: b.Comment, Created: b.Created, Index: b.Index}
+}
+
 // records converts bodies back to their records.
 func records[B interface{ record() R }, R any](bs []B) []R {
 	return convertAll(bs, B.record)

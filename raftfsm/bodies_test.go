@@ -69,6 +69,7 @@ var bodyPairs = []bodyPair{
 	pair(RangeBody, Range.record, nil),
 	pair(AddressBody, Address.record, nil),
 	pair(JobBody, Job.record, nil),
+	pair(LayoutBody, Layout.record, nil),
 }
 
 // TestBodiesDecideEveryField fails when a store record gains a field that

@@ -62,6 +62,9 @@ const (
 	TypeJobStart   Type = 91
 	TypeJobFinish  Type = 92
 	TypeBMCSet     Type = 93
+
+	TypeLayoutPut    Type = 110
+	TypeLayoutDelete Type = 111
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -98,7 +101,7 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(), layoutCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -220,6 +220,12 @@ func representativeCommands(t testing.TB) map[Type]Command {
 			Now:    gt(45),
 		},
 		&BMCSet{Machine: "m-00000000c0de", BMC: bmc, Now: gt(46)},
+
+		&LayoutPut{Layout: Layout{
+			Name: "gpu-bond", JSON: `{"interfaces": [{"type": "physical", "select": "boot", "links": [{"subnet": "boot", "mode": "auto"}]}]}`,
+			Comment: "GPU nodes: boot NIC only", Created: gt(47), Index: 47,
+		}, Replace: true},
+		&LayoutDelete{Name: "old-bond"},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

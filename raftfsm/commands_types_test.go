@@ -56,6 +56,9 @@ var pinnedTypes = map[string]struct {
 	"job-finish":  {92, 1},
 	"bmc-set":     {93, 1},
 
+	"layout-put":    {110, 1},
+	"layout-delete": {111, 1},
+
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},
 }

@@ -35,7 +35,7 @@ var (
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
 		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
 		bucketChanges, bucketLeases, bucketLeaseByMAC, bucketLeaseBlocks, bucketSeen,
-		bucketImages, bucketJobs,
+		bucketImages, bucketJobs, bucketLayouts,
 	}
 )
 

@@ -75,8 +75,12 @@ var rules = map[string]rule{
 	"ipam": {why: "the network model's rules, as functions of a store transaction",
 		imports: []string{"store"},
 		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/inventory"}},
+	"ipam/layout": {why: "interface layouts: parsed, resolved against a machine's inventory and the network model with ipam's " +
+		"checks and picks (read only), rendered as cloud-init network-config and udev rules",
+		imports: []string{"ipam", "store", "store/inventory"},
+		tests:   []string{"lab/testenv", "raftfsm", "raftfsm/fsmtest"}},
 	"raftfsm": {why: "the replicated state machine: commands are applied to the store under the network model's rules",
-		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
+		imports: []string{"ipam", "ipam/layout", "store", "store/binenc", "store/inventory"},
 		tests:   []string{"raftfsm/fsmtest"}},
 	"raftfsm/cluster": {why: "the Raft node that feeds raftfsm's state machine: its transport, forwarding and membership",
 		imports: []string{"raftfsm", "store"},
@@ -180,6 +184,9 @@ var against = map[edge]string{
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
 		"both (into store, or a package of their own) would restore the direction",
+	{"raftfsm", "ipam/layout", false}: "a service importing a service, as raftfsm → ipam: LayoutPut runs the layout " +
+		"parser's checks (layout.Parse, CheckName) on every node before it writes; ipam/layout imports only ipam, " +
+		"store and the model, never raftfsm",
 	{"store/pgexport/pgtest", "raftfsm", false}: "test support under store/ reaching up: it builds the commands " +
 		"that commission its generated machines (raftfsm.Commission), as the API does; only tests and lab/bench/export import it",
 	{"store/pgexport", "raftfsm", true}: "the export's tests fill the store through the real FSM",
@@ -191,6 +198,8 @@ var against = map[edge]string{
 		"benchmark: several FSMs fed one log, so lease blocks behave as on a cluster",
 	{"dhcp/lease", "lab/bench/dhcp/replica", true}: "leases are tested against the same replicated store",
 	{"ipam", "raftfsm", true}:                      "ipam's rules are tested (and raced) as the cluster runs them, through commands",
+	{"ipam/layout", "raftfsm", true}: "layouts are resolved over a network model and a commissioned machine built " +
+		"through the real state machine's commands, as the cluster builds them",
 	{"power/jobs", "raftfsm", false}: "a service importing a service: a job's progress is the replicated " +
 		"record itself, so the runner proposes raftfsm's job commands (JobEnqueue, JobStart, JobFinish) whose " +
 		"encoding raftfsm owns; it reaches the cluster only through the two methods its Cluster interface declares",
