@@ -56,6 +56,9 @@ var rules = map[string]rule{
 	"store/pgexport": {why: "copies the store into PostgreSQL: reads the store, nothing above it",
 		imports: []string{"store", "store/inventory"},
 		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/pgexport/pgtest"}},
+	"store/tagrule": {why: "tags' match rules: parsed and evaluated over a machine record and its inventory facts, pure (the store's records and the model, no I/O)",
+		imports: []string{"store", "store/inventory"},
+		tests:   []string{"lab/fleet"}},
 	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and the commands that commission generated machines",
 		imports: []string{"lab/testenv", "raftfsm", "store/inventory"}},
 
