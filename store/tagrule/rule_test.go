@@ -89,8 +89,8 @@ func TestRulesOverTheFleet(t *testing.T) {
 		`{{ eq .Node.OS "" }}`:                                  sample, // nothing deployed yet
 		// Written the long way: a range, an if, variables, break.
 		`{{ $n := 0 }}{{ range .Node.PCIVendors }}{{ if eq . "10de" }}{{ $n = 1 }}{{ break }}{{ end }}{{ end }}{{ eq $n 1 }}`: {xe9680, dgx, smc821},
-		"{{/* GPU nodes in hall A */}}\n{{ if gt .Node.GPUs 0 }}\n  true\n{{ else }}\n  false\n{{ end }}\n": {xe9680, dgx, smc821},
-		`{{ with .Node.GPUModels }}{{ eq (index . 0) "NVIDIA A100-SXM4-80GB" }}{{ else }}false{{ end }}`:       {dgx},
+		"{{/* GPU nodes in hall A */}}\n{{ if gt .Node.GPUs 0 }}\n  true\n{{ else }}\n  false\n{{ end }}\n":                   {xe9680, dgx, smc821},
+		`{{ with .Node.GPUModels }}{{ eq (index . 0) "NVIDIA A100-SXM4-80GB" }}{{ else }}false{{ end }}`:                      {dgx},
 		`{{ $.Node.AssetTag | eq "" }}`: sample,
 	} {
 		r, err := Parse(rule)
@@ -119,25 +119,25 @@ func TestRulesOverTheFleet(t *testing.T) {
 // the line and column of what is wrong.
 func TestParseRefuses(t *testing.T) {
 	for rule, want := range map[string]Error{
-		`{{ gt .Node.GPUs 0 }`:                      {1, 20, `unexpected "}" in operand`},
+		`{{ gt .Node.GPUs 0 }`:                     {1, 20, `unexpected "}" in operand`},
 		"{{ gt .Node.GPUs 0 }}\n{{ and (eq 1 1) }": {2, 17, `unexpected "}" in operand`},
-		"{{ if ) }}":                                {1, 7, "unexpected right paren"},
-		`{{ printf "%d" .Node.GPUs }}`:              {1, 4, `function "printf" is not allowed in a rule (allowed: and, contains, eq, ge, gt, has, hasPrefix, hasSuffix, index, le, len, lower, lt, ne, not, or, pciDevice, pciVendor)`},
-		"true\n  {{ call .Node.Arch }}":             {2, 6, `function "call" is not allowed`},
-		`{{ _step }}`:                               {1, 4, `function "_step" is not allowed`},
-		`{{ nosuch 1 }}`:                            {1, 4, `function "nosuch" is not allowed`},
-		`{{ gt .Node.GPU 0 }}`:                      {1, 12, ".Node has no GPU (it has Arch, AssetTag, Building, CPUModel"},
-		`{{ gt $.Node.Memory 0 }}`:                  {1, 13, ".Node has no Memory"},
-		`{{ .GPUs }}`:                               {1, 4, "a rule sees only .Node, not .GPUs"},
-		`{{ pciVendor "nvidia" }}`:                  {1, 14, `pciVendor "nvidia": a PCI vendor id is 4 hex digits (10de is NVIDIA, 15b3 Mellanox)`},
-		`{{ pciDevice "10de" }}`:                    {1, 14, `pciDevice "10de": a PCI device is vendor:device`},
-		`{{ define "x" }}true{{ end }}`:             {1, 17, `a rule defines no templates (define "x")`},
-		`{{ template "x" }}`:                        {1, 4, `a rule calls no templates ({{template "x"}})`},
-		`{{ $y }}`:                                  {1, 5, `undefined variable "$y"`},
-		"   ":                                       {1, 1, "the rule is empty"},
-		"{{/* only a comment */}}":                  {1, 1, "the rule is empty"},
-		"{{ gt .Node.GPUs 0 \n":                     {2, 1, "unclosed action"},
-		"{{ \"é\" | eq .Node.Name }}{{ if }}":       {1, 33, "missing value for if"},
+		"{{ if ) }}":                          {1, 7, "unexpected right paren"},
+		`{{ printf "%d" .Node.GPUs }}`:        {1, 4, `function "printf" is not allowed in a rule (allowed: and, contains, eq, ge, gt, has, hasPrefix, hasSuffix, index, le, len, lower, lt, ne, not, or, pciDevice, pciVendor)`},
+		"true\n  {{ call .Node.Arch }}":       {2, 6, `function "call" is not allowed`},
+		`{{ _step }}`:                         {1, 4, `function "_step" is not allowed`},
+		`{{ nosuch 1 }}`:                      {1, 4, `function "nosuch" is not allowed`},
+		`{{ gt .Node.GPU 0 }}`:                {1, 12, ".Node has no GPU (it has Arch, AssetTag, Building, CPUModel"},
+		`{{ gt $.Node.Memory 0 }}`:            {1, 13, ".Node has no Memory"},
+		`{{ .GPUs }}`:                         {1, 4, "a rule sees only .Node, not .GPUs"},
+		`{{ pciVendor "nvidia" }}`:            {1, 14, `pciVendor "nvidia": a PCI vendor id is 4 hex digits (10de is NVIDIA, 15b3 Mellanox)`},
+		`{{ pciDevice "10de" }}`:              {1, 14, `pciDevice "10de": a PCI device is vendor:device`},
+		`{{ define "x" }}true{{ end }}`:       {1, 17, `a rule defines no templates (define "x")`},
+		`{{ template "x" }}`:                  {1, 4, `a rule calls no templates ({{template "x"}})`},
+		`{{ $y }}`:                            {1, 5, `undefined variable "$y"`},
+		"   ":                                 {1, 1, "the rule is empty"},
+		"{{/* only a comment */}}":            {1, 1, "the rule is empty"},
+		"{{ gt .Node.GPUs 0 \n":               {2, 1, "unclosed action"},
+		"{{ \"é\" | eq .Node.Name }}{{ if }}": {1, 33, "missing value for if"},
 	} {
 		_, err := Parse(rule)
 		var e *Error
@@ -165,16 +165,16 @@ func TestEvalFailures(t *testing.T) {
 		facts func() (Facts, error)
 		want  Error
 	}{
-		`{{ has .Node.Tags 3 }}`:                    {nil, Error{1, 19, "<3>: expected string; found 3"}},
-		`{{ .Node.GPUs }}`:                          {nil, Error{0, 0, `the rule printed "8", not true or false`}},
-		`true false`:                                {nil, Error{0, 0, `the rule printed "true false", not true or false`}},
-		`{{ .Node.PCIDevices }}`:                    {nil, Error{0, 0, "the rule prints more than 64 bytes"}},
-		`{{ range 1000000000 }}{{ end }}true`:       {nil, Error{1, 10, "the rule takes more than 10000 steps"}},
+		`{{ has .Node.Tags 3 }}`:              {nil, Error{1, 19, "<3>: expected string; found 3"}},
+		`{{ .Node.GPUs }}`:                    {nil, Error{0, 0, `the rule printed "8", not true or false`}},
+		`true false`:                          {nil, Error{0, 0, `the rule printed "true false", not true or false`}},
+		`{{ .Node.PCIDevices }}`:              {nil, Error{0, 0, "the rule prints more than 64 bytes"}},
+		`{{ range 1000000000 }}{{ end }}true`: {nil, Error{1, 10, "the rule takes more than 10000 steps"}},
 		// 61 PCI ids: 61³ turns.
 		`{{ range $.Node.PCIDevices }}{{ range $.Node.PCIDevices }}{{ range $.Node.PCIDevices }}{{ end }}{{ end }}{{ end }}true`: {nil, Error{1, 68, "the rule takes more than 10000 steps"}},
-		`{{ range .Node.PCIDevices }}{{ pciVendor "10de" }}{{ pciVendor "8086" }}{{ end }}`: {nil, Error{0, 0, "the rule prints more than 64 bytes"}},
-		`{{ pciVendor "10de" }}`:       {func() (Facts, error) { return Facts{}, broken }, Error{1, 4, "<pciVendor \"10de\">: error calling pciVendor: inventory of m-000000000003: unexpected EOF"}},
-		`{{ eq .Node.Arch "x86_64" }}`: {func() (Facts, error) { return Facts{}, broken }, Error{1, 12, "error calling Arch: inventory of m-000000000003"}},
+		`{{ range .Node.PCIDevices }}{{ pciVendor "10de" }}{{ pciVendor "8086" }}{{ end }}`:                                      {nil, Error{0, 0, "the rule prints more than 64 bytes"}},
+		`{{ pciVendor "10de" }}`:        {func() (Facts, error) { return Facts{}, broken }, Error{1, 4, "<pciVendor \"10de\">: error calling pciVendor: inventory of m-000000000003: unexpected EOF"}},
+		`{{ eq .Node.Arch "x86_64" }}`:  {func() (Facts, error) { return Facts{}, broken }, Error{1, 12, "error calling Arch: inventory of m-000000000003"}},
 		`{{ pciVendor (lower "XYZ") }}`: {nil, Error{1, 4, `pciVendor "xyz": a PCI vendor id is 4 hex digits`}},
 	} {
 		r, err := Parse(rule)
