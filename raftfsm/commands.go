@@ -62,6 +62,14 @@ const (
 	TypeJobStart   Type = 91
 	TypeJobFinish  Type = 92
 	TypeBMCSet     Type = 93
+
+	TypeTagPut      Type = 100
+	TypeTagDelete   Type = 101
+	TypeMachineTags Type = 102
+	TypeAutoTagsSet Type = 103
+	TypeLocationSet Type = 104
+	TypeRackPut     Type = 105
+	TypeRackDelete  Type = 106
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -98,7 +106,8 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
+		tagCommands(), locationCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large
