@@ -73,7 +73,7 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 	for i, ml := range c.Machines {
 		loc := ml.Location.record()
 		if err := store.CheckLocation(loc); err != nil {
-			return fmt.Errorf("machine %s: %w", ml.ID, err)
+			return store.Errorf(store.ErrInvalid, "machine %s: %s", ml.ID, store.Public(err))
 		}
 		locs[i] = loc
 		if loc.Rack == "" {
@@ -101,6 +101,7 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 		}
 		racks[loc.Rack] = r
 	}
+	read := make([]store.Machine, len(c.Machines))
 	placed := make([]store.Machine, len(c.Machines))
 	moving := make(map[string]bool, len(c.Machines))
 	for i, ml := range c.Machines {
@@ -108,6 +109,7 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 		if err != nil {
 			return err
 		}
+		read[i] = m
 		loc := locs[i]
 		if loc.Rack != "" {
 			if err := standInRack(&loc, racks[loc.Rack], ml.ID); err != nil {
@@ -145,9 +147,12 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 			return err
 		}
 	}
-	for _, m := range placed {
+	for i, m := range placed {
+		if m.Location == read[i].Location {
+			continue
+		}
 		m.UpdatedAt = c.Now
-		if err := tx.PutMachine(m); err != nil {
+		if err := tx.ReplaceMachine(read[i], m); err != nil {
 			return err
 		}
 	}
@@ -219,8 +224,9 @@ func (c *RackPut) apply(tx *store.Tx) error {
 			loc.Room = r.Room
 		}
 		if loc != m.Location {
-			m.Location, m.UpdatedAt = loc, c.Now
-			if err := tx.PutMachine(m); err != nil {
+			moved := m
+			moved.Location, moved.UpdatedAt = loc, c.Now
+			if err := tx.ReplaceMachine(m, moved); err != nil {
 				return err
 			}
 		}

@@ -139,7 +139,7 @@ func checkMachineIDs(what string, ids []string, sorted bool) error {
 }
 
 // setTag adds name to a sorted list or takes it out; changed says whether
-// the list changed.
+// the list changed. The list it returns is a new one when it changed.
 func setTag(list []string, name string, on bool) ([]string, bool) {
 	i, found := slices.BinarySearch(list, name)
 	switch {
@@ -155,16 +155,44 @@ func setTag(list []string, name string, on bool) ([]string, bool) {
 	return list, false
 }
 
-// putMachines writes changed machines in ID order, stamped with now.
-func putMachines(tx *store.Tx, changed map[string]store.Machine, now time.Time) error {
-	for _, id := range sortedIDs(changed) {
-		m := changed[id]
-		m.UpdatedAt = now
-		if err := tx.PutMachine(m); err != nil {
+// change is a machine as read and as it is to be written.
+type change struct{ old, new store.Machine }
+
+// changes collects the machines a command rewrites; each is read once.
+type changes map[string]*change
+
+// read returns the machine to change, read once per command.
+func (cs changes) read(tx *store.Tx, id string) (*store.Machine, error) {
+	if c, ok := cs[id]; ok {
+		return &c.new, nil
+	}
+	m, err := tx.Machine(id)
+	if err != nil {
+		return nil, err
+	}
+	c := &change{old: m, new: m}
+	cs[id] = c
+	return &c.new, nil
+}
+
+// write writes the machines that changed, in ID order, stamped with now.
+func (cs changes) write(tx *store.Tx, now time.Time) error {
+	for _, id := range sortedIDs(cs) {
+		c := cs[id]
+		if sameTagsAndPlace(c.old, c.new) {
+			continue
+		}
+		c.new.UpdatedAt = now
+		if err := tx.ReplaceMachine(c.old, c.new); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sameTagsAndPlace: the fields these commands change are as they were.
+func sameTagsAndPlace(a, b store.Machine) bool {
+	return slices.Equal(a.Tags, b.Tags) && slices.Equal(a.AutoTags, b.AutoTags) && a.Location == b.Location
 }
 
 func sortedIDs[V any](m map[string]V) []string {
@@ -228,7 +256,7 @@ func (c *TagPut) apply(tx *store.Tx) error {
 	// Every machine that carries the tag now, and every one that matched:
 	// each ends with the tag exactly when it matched, unless it failed or
 	// was written after the evaluation.
-	changed := map[string]store.Machine{}
+	cs := changes{}
 	matched := make(map[string]bool, len(c.Matches))
 	for _, id := range c.Matches {
 		matched[id] = true
@@ -237,7 +265,7 @@ func (c *TagPut) apply(tx *store.Tx) error {
 		if failed[id] {
 			return nil
 		}
-		m, err := tx.Machine(id)
+		m, err := cs.read(tx, id)
 		if isNotFound(err) {
 			return nil // deleted since the evaluation: it carries nothing
 		}
@@ -247,10 +275,7 @@ func (c *TagPut) apply(tx *store.Tx) error {
 		if tag.Match != "" && m.Index > c.Basis {
 			return nil
 		}
-		var ch bool
-		if m.AutoTags, ch = setTag(m.AutoTags, tag.Name, on); ch {
-			changed[id] = m
-		}
+		m.AutoTags, _ = setTag(m.AutoTags, tag.Name, on)
 		return nil
 	}
 	for _, id := range tx.MachineIDsByTag(tag.Name) {
@@ -268,27 +293,26 @@ func (c *TagPut) apply(tx *store.Tx) error {
 	if err := tx.PutTag(tag); err != nil {
 		return err
 	}
-	return putMachines(tx, changed, c.Now)
+	return cs.write(tx, c.Now)
 }
 
 func (c *TagDelete) apply(tx *store.Tx) error {
 	if _, err := tx.Tag(c.Name); err != nil {
 		return err
 	}
-	changed := map[string]store.Machine{}
+	cs := changes{}
 	for _, id := range tx.MachineIDsByTag(c.Name) {
-		m, err := tx.Machine(id)
+		m, err := cs.read(tx, id)
 		if err != nil {
 			return err
 		}
 		m.Tags, _ = setTag(m.Tags, c.Name, false)
 		m.AutoTags, _ = setTag(m.AutoTags, c.Name, false)
-		changed[id] = m
 	}
 	if err := tx.DeleteTag(c.Name); err != nil {
 		return err
 	}
-	return putMachines(tx, changed, c.Now)
+	return cs.write(tx, c.Now)
 }
 
 func (c *MachineTags) apply(tx *store.Tx) error {
@@ -321,29 +345,23 @@ func (c *MachineTags) apply(tx *store.Tx) error {
 			return store.Errorf(store.ErrInvalid, "tag %s is both added and removed", name)
 		}
 	}
-	changed := map[string]store.Machine{}
+	cs := changes{}
 	for _, id := range c.Machines {
-		m, err := tx.Machine(id)
+		m, err := cs.read(tx, id)
 		if err != nil {
 			return err
 		}
-		var dirty, ch bool
 		for _, name := range c.Add {
-			m.Tags, ch = setTag(m.Tags, name, true)
-			dirty = dirty || ch
+			m.Tags, _ = setTag(m.Tags, name, true)
 		}
 		for _, name := range c.Remove {
-			m.Tags, ch = setTag(m.Tags, name, false)
-			dirty = dirty || ch
+			m.Tags, _ = setTag(m.Tags, name, false)
 		}
 		if len(m.Tags) > store.MaxManualTags {
 			return store.Errorf(store.ErrInvalid, "machine %s would carry %d tags, more than the %d allowed", id, len(m.Tags), store.MaxManualTags)
 		}
-		if dirty {
-			changed[id] = m
-		}
 	}
-	return putMachines(tx, changed, c.Now)
+	return cs.write(tx, c.Now)
 }
 
 func (c *AutoTagsSet) apply(tx *store.Tx) error {
@@ -376,9 +394,9 @@ func (c *AutoTagsSet) apply(tx *store.Tx) error {
 		rules[name] = t // the zero Tag for one deleted since: no rule
 		return t, t.Match != "", nil
 	}
-	changed := map[string]store.Machine{}
+	cs := changes{}
 	for _, mr := range c.Machines {
-		m, err := tx.Machine(mr.ID)
+		m, err := cs.read(tx, mr.ID)
 		if isNotFound(err) {
 			continue
 		}
@@ -388,7 +406,6 @@ func (c *AutoTagsSet) apply(tx *store.Tx) error {
 		if (mr.Index == 0 && m.Index != tx.Index) || (mr.Index != 0 && m.Index != mr.Index) {
 			continue // not the machine the rules saw
 		}
-		dirty := false
 		for _, r := range mr.Rules {
 			t, isRule, err := ruleOf(r.Tag)
 			if err != nil {
@@ -397,15 +414,10 @@ func (c *AutoTagsSet) apply(tx *store.Tx) error {
 			if !isRule || t.RuleIndex != r.RuleIndex {
 				continue // deleted, made manual, or changed since
 			}
-			var ch bool
-			m.AutoTags, ch = setTag(m.AutoTags, r.Tag, r.Match)
-			dirty = dirty || ch
-		}
-		if dirty {
-			changed[m.ID] = m
+			m.AutoTags, _ = setTag(m.AutoTags, r.Tag, r.Match)
 		}
 	}
-	return putMachines(tx, changed, c.Now)
+	return cs.write(tx, c.Now)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }

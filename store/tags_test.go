@@ -194,3 +194,53 @@ func TestTagAndRackBucketsOnFirstUse(t *testing.T) {
 		return nil
 	})
 }
+
+// ReplaceMachine writes what PutMachine writes, without reading the record
+// again; it refuses a record in place of another.
+func TestReplaceMachine(t *testing.T) {
+	m := Machine{ID: "m-00000000000a", Name: "a", State: StateReady, MACs: []string{"52:54:00:00:00:01"}, Tags: []string{"x"}}
+	moved := m
+	moved.Tags, moved.AutoTags, moved.Location = []string{"y"}, []string{"x"}, Location{Rack: "R1"}
+	var sums []StateHash
+	for _, replace := range []bool{false, true} {
+		db := open(t)
+		write(t, db, 1, func(tx *Tx) error { return tx.PutMachine(m) })
+		if err := write(t, db, 2, func(tx *Tx) error {
+			if replace {
+				old, err := tx.Machine(m.ID)
+				if err != nil {
+					return err
+				}
+				return tx.ReplaceMachine(old, moved)
+			}
+			return tx.PutMachine(moved)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := db.Hash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums = append(sums, h)
+		db.View(func(tx *Tx) error {
+			if d := cmp.Diff([]string{m.ID}, tx.MachineIDsByTag("x")); d != "" {
+				t.Errorf("replace %v: tag x: %s", replace, d)
+			}
+			if d := cmp.Diff([]string{m.ID}, tx.MachineIDsByTag("y")); d != "" {
+				t.Errorf("replace %v: tag y: %s", replace, d)
+			}
+			return nil
+		})
+		if replace {
+			other := moved
+			other.ID = "m-00000000000b"
+			err := write(t, db, 3, func(tx *Tx) error { return tx.ReplaceMachine(m, other) })
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("a record in place of another: %v", err)
+			}
+		}
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("PutMachine and ReplaceMachine leave different states: %s, %s", sums[0], sums[1])
+	}
+}

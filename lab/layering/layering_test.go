@@ -78,9 +78,10 @@ var rules = map[string]rule{
 	"ipam": {why: "the network model's rules, as functions of a store transaction",
 		imports: []string{"store"},
 		tests:   []string{"raftfsm", "raftfsm/fsmtest", "store/inventory"}},
-	"raftfsm": {why: "the replicated state machine: commands are applied to the store under the network model's rules",
-		imports: []string{"ipam", "store", "store/binenc", "store/inventory"},
-		tests:   []string{"raftfsm/fsmtest"}},
+	"raftfsm": {why: "the replicated state machine: commands are applied to the store under the network model's rules; " +
+		"its proposer side evaluates tags' rules (store/tagrule) into the commands that carry their outcome",
+		imports: []string{"ipam", "store", "store/binenc", "store/inventory", "store/tagrule"},
+		tests:   []string{"lab/fleet", "raftfsm/fsmtest", "store/pgexport/pgtest"}},
 	"raftfsm/cluster": {why: "the Raft node that feeds raftfsm's state machine: its transport, forwarding and membership",
 		imports: []string{"raftfsm", "store"},
 		tests:   []string{"appliance/pki", "lab/baseline", "raftfsm/fsmtest"}},
