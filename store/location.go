@@ -138,19 +138,27 @@ type Slot struct {
 	Unit, Height int    // as in Location
 }
 
-// CheckRack checks that the slots fit a rack of this height: every
-// machine with a unit within it, and no two sharing a unit. The refusal
-// names both machines and their units. Slots without a unit take no
-// place. It is the one rule for LocationSet, RackPut and a CSV import's
-// plan.
-func CheckRack(rack string, height int, slots []Slot) error {
+// RackConflict is one machine that does not fit a rack: past its top
+// (Other is zero), or sharing a unit with Other.
+type RackConflict struct {
+	Slot, Other Slot
+	Err         error // the refusal, naming both machines and their units
+}
+
+// RackConflicts lists the slots that do not fit a rack of this height:
+// each machine with a unit past the top, and each that shares a unit with
+// one lower down (once, with the one reaching highest). Slots without a
+// unit take no place.
+func RackConflicts(rack string, height int, slots []Slot) []RackConflict {
+	var out []RackConflict
 	placed := make([]Slot, 0, len(slots))
 	for _, s := range slots {
 		if s.Unit == 0 {
 			continue
 		}
 		if slotTop(s) > height {
-			return Errorf(ErrInvalid, "%s at %s in rack %s goes past its %dU", s.ID, unitSpan(s), rack, height)
+			out = append(out, RackConflict{Slot: s, Err: Errorf(ErrInvalid, "%s at %s in rack %s goes past its %dU", s.ID, unitSpan(s), rack, height)})
+			continue
 		}
 		placed = append(placed, s)
 	}
@@ -165,12 +173,24 @@ func CheckRack(rack string, height int, slots []Slot) error {
 	var reach Slot
 	for i, cur := range placed {
 		if i > 0 && cur.Unit <= slotTop(reach) {
-			return Errorf(ErrConflict, "%s at %s and %s at %s in rack %s share a unit (give each machine its height: a 2U server takes two units)",
-				reach.ID, unitSpan(reach), cur.ID, unitSpan(cur), rack)
+			out = append(out, RackConflict{Slot: cur, Other: reach, Err: Errorf(ErrConflict,
+				"%s at %s and %s at %s in rack %s share a unit (give each machine its height: a 2U server takes two units)",
+				reach.ID, unitSpan(reach), cur.ID, unitSpan(cur), rack)})
 		}
 		if i == 0 || slotTop(cur) > slotTop(reach) {
 			reach = cur
 		}
+	}
+	return out
+}
+
+// CheckRack checks that the slots fit a rack of this height: every
+// machine with a unit within it, and no two sharing a unit. The refusal
+// (RackConflicts' first) names both machines and their units. It is the
+// one rule for LocationSet, RackPut and a CSV import's plan.
+func CheckRack(rack string, height int, slots []Slot) error {
+	if c := RackConflicts(rack, height, slots); len(c) > 0 {
+		return c[0].Err
 	}
 	return nil
 }

@@ -59,6 +59,9 @@ var rules = map[string]rule{
 	"store/tagrule": {why: "tags' match rules: parsed and evaluated over a machine record and its inventory facts, pure (the store's records and the model, no I/O)",
 		imports: []string{"store", "store/inventory"},
 		tests:   []string{"lab/fleet"}},
+	"store/locationcsv": {why: "a site's location CSV planned against the store's machines and racks, pure (through an interface a store.Tx satisfies)",
+		imports: []string{"store"},
+		tests:   []string{"lab/fleet", "store/inventory"}},
 	"store/pgexport/pgtest": {why: "test support: a PostgreSQL server, and the commands that commission generated machines",
 		imports: []string{"lab/testenv", "raftfsm", "store/inventory"}},
 
