@@ -419,6 +419,63 @@ func (b Layout) record() store.Layout {
 	return store.Layout{Name: b.Name, JSON: b.JSON, Comment: b.Comment, Created: b.Created, Index: b.Index}
 }
 
+// Tag is store.Tag in a TagPut: what an operator saves. The state machine
+// stamps the times and the rule index.
+type Tag struct {
+	Name        string   `json:"name"`
+	Match       string   `json:"match,omitempty"`
+	CloudConfig string   `json:"cloud_config,omitempty"`
+	Overlays    []string `json:"overlays,omitempty"`
+	Layout      string   `json:"layout,omitempty"`
+	Comment     string   `json:"comment,omitempty"`
+}
+
+// TagBody is the body of a tag definition.
+func TagBody(t store.Tag) Tag {
+	return Tag{Name: t.Name, Match: t.Match, CloudConfig: t.CloudConfig, Overlays: t.Overlays, Layout: t.Layout, Comment: t.Comment}
+}
+
+func (b Tag) record() store.Tag {
+	return store.Tag{Name: b.Name, Match: b.Match, CloudConfig: b.CloudConfig, Overlays: b.Overlays, Layout: b.Layout, Comment: b.Comment}
+}
+
+// Location is store.Location in a LocationSet.
+type Location struct {
+	Building string `json:"building,omitempty"`
+	Room     string `json:"room,omitempty"`
+	Rack     string `json:"rack,omitempty"`
+	Unit     int    `json:"unit,omitempty"`
+	Height   int    `json:"height,omitempty"`
+	AssetTag string `json:"asset_tag,omitempty"`
+}
+
+// LocationBody is the body of a machine's location.
+func LocationBody(l store.Location) Location {
+	return Location{Building: l.Building, Room: l.Room, Rack: l.Rack, Unit: l.Unit, Height: l.Height, AssetTag: l.AssetTag}
+}
+
+func (b Location) record() store.Location {
+	return store.Location{Building: b.Building, Room: b.Room, Rack: b.Rack, Unit: b.Unit, Height: b.Height, AssetTag: b.AssetTag}
+}
+
+// Rack is store.Rack in a RackPut. The state machine stamps its creation
+// time.
+type Rack struct {
+	Name     string `json:"name"`
+	Building string `json:"building,omitempty"`
+	Room     string `json:"room,omitempty"`
+	Height   int    `json:"height"`
+}
+
+// RackBody is the body of a rack record.
+func RackBody(r store.Rack) Rack {
+	return Rack{Name: r.Name, Building: r.Building, Room: r.Room, Height: r.Height}
+}
+
+func (b Rack) record() store.Rack {
+	return store.Rack{Name: b.Name, Building: b.Building, Room: b.Room, Height: b.Height}
+}
+
 // records converts bodies back to their records.
 func records[B interface{ record() R }, R any](bs []B) []R {
 	return convertAll(bs, B.record)

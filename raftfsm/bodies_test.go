@@ -50,8 +50,10 @@ func pair[R, B any](toBody func(R) B, toRecord func(B) R, notInLog map[string]st
 }
 
 // bodyPairs is every body of bodies.go. Each record field is carried by its
-// body or named in notInLog with the reason; none is today, since the
-// bodies were written to keep the log format of the records they replaced.
+// body or named in notInLog with the reason. The bodies written to keep
+// the log format of the records they replaced carry every field; the
+// bodies made since carry what a proposer decides, and the state machine
+// stamps the rest.
 var bodyPairs = []bodyPair{
 	pair(ClusterIdentityBody, ClusterIdentity.record, nil),
 	pair(NodeBody, Node.record, nil),
@@ -70,6 +72,17 @@ var bodyPairs = []bodyPair{
 	pair(AddressBody, Address.record, nil),
 	pair(JobBody, Job.record, nil),
 	pair(LayoutBody, Layout.record, nil),
+	pair(TagBody, Tag.record, map[string]string{
+		"Created":   "the TagPut's Now when it creates the tag",
+		"Updated":   "the TagPut's Now",
+		"RuleIndex": "the index of the TagPut that changed the rule, stamped by the state machine",
+		"Index":     "stamped by the store",
+	}),
+	pair(LocationBody, Location.record, nil),
+	pair(RackBody, Rack.record, map[string]string{
+		"Created": "the Now of the command that creates the rack",
+		"Index":   "stamped by the store",
+	}),
 }
 
 // TestBodiesDecideEveryField fails when a store record gains a field that

@@ -65,6 +65,13 @@ const (
 
 	TypeLayoutPut    Type = 110
 	TypeLayoutDelete Type = 111
+	TypeTagPut       Type = 100
+	TypeTagDelete    Type = 101
+	TypeMachineTags  Type = 102
+	TypeAutoTagsSet  Type = 103
+	TypeLocationSet  Type = 104
+	TypeRackPut      Type = 105
+	TypeRackDelete   Type = 106
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -101,7 +108,8 @@ func register(families ...map[Type]commandInfo) {
 }
 
 func init() {
-	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(), layoutCommands())
+	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
+		tagCommands(), locationCommands(), layoutCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

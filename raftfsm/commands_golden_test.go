@@ -226,6 +226,25 @@ func representativeCommands(t testing.TB) map[Type]Command {
 			Comment: "GPU nodes: boot NIC only", Created: gt(47), Index: 47,
 		}, Replace: true},
 		&LayoutDelete{Name: "old-bond"},
+		&TagPut{
+			Tag: Tag{
+				Name: "gpu", Match: `{{ gt .Node.GPUs 0 }}`, CloudConfig: "#cloud-config\npackages: [nvidia-driver-550]\n",
+				Overlays: []string{"gres", "nvidia-modules"}, Layout: "gpu-bond", Comment: "NVIDIA nodes",
+			},
+			Now: gt(47), Basis: 4711, Matches: []string{"m-00000000c0de", "m-00000000c0df"}, Failed: []string{"m-00000000c0e0"},
+		},
+		&TagDelete{Name: "staging", Now: gt(48)},
+		&MachineTags{Machines: []string{"m-00000000c0de", "m-00000000c0df"}, Add: []string{"rack-3", "burn-in"}, Remove: []string{"staging"}, Now: gt(49)},
+		&AutoTagsSet{Machines: []MachineRules{
+			{ID: "m-00000000c001", Rules: []RuleResult{{Tag: "gpu", RuleIndex: 4712, Match: true}, {Tag: "ib", RuleIndex: 4713}}},
+			{ID: "m-00000000c0de", Index: 4714, Rules: []RuleResult{{Tag: "gpu", RuleIndex: 4712}}},
+		}, Now: gt(50)},
+		&LocationSet{Machines: []MachineLocation{
+			{ID: "m-00000000c0de", Location: Location{Building: "DC1", Room: "Hall A", Rack: "R12", Unit: 24, Height: 2, AssetTag: "A-0042"}},
+			{ID: "m-00000000c0df", Location: Location{Building: "DC2", Room: "Hall B", Rack: "R7", Unit: 1, Height: 6, AssetTag: "A-0043"}},
+		}, Now: gt(51)},
+		&RackPut{Rack: Rack{Name: "R12", Building: "DC1", Room: "Hall A", Height: 48}, Now: gt(52)},
+		&RackDelete{Name: "R13"},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

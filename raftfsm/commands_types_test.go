@@ -58,6 +58,13 @@ var pinnedTypes = map[string]struct {
 
 	"layout-put":    {110, 1},
 	"layout-delete": {111, 1},
+	"tag-put":       {100, 1},
+	"tag-delete":    {101, 1},
+	"machine-tags":  {102, 1},
+	"auto-tags-set": {103, 1},
+	"location-set":  {104, 1},
+	"rack-put":      {105, 1},
+	"rack-delete":   {106, 1},
 
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},

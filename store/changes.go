@@ -24,7 +24,7 @@ const (
 // Change names one record written or deleted at Index.
 type Change struct {
 	Index uint64 `json:"index"`
-	Table string `json:"table"` // machines, events, inventory, net, addresses, nodes
+	Table string `json:"table"` // machines, events, inventory, net, addresses, nodes, tags, racks, …
 	Key   string `json:"key"`
 	Op    string `json:"op"`
 }

@@ -29,6 +29,13 @@ var (
 	bucketInventory     = []byte("inventory")
 	bucketEvents        = []byte("events")
 	bucketCluster       = []byte("cluster")
+	// The tag and rack indexes are made by the first command that needs
+	// them (ensureBuckets), not at Open: a store nobody tagged or placed
+	// then holds the buckets an older node's does, so the two hash alike
+	// at one index during a rolling upgrade (StateCheck). Reads treat a
+	// missing one as empty.
+	bucketMachineByTag  = []byte("machines.by_tag")
+	bucketMachineByRack = []byte("machines.by_rack")
 
 	allBuckets = [][]byte{
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
@@ -96,6 +103,15 @@ type Machine struct {
 	UpdatedAt    time.Time         `json:"updated_at"`
 	LastSeen     time.Time         `json:"last_seen,omitzero"`
 	Commissioned time.Time         `json:"commissioned,omitzero"`
+	// Tags are the tags an operator gave the machine; rules never touch
+	// them. Sorted.
+	Tags []string `json:"tags,omitempty"`
+	// AutoTags are the tags whose match rule matched the machine when it
+	// was last evaluated (at commissioning, or when the tag was saved).
+	// Sorted.
+	AutoTags []string `json:"auto_tags,omitempty"`
+	// Location is where the machine stands.
+	Location Location `json:"location,omitzero"`
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64 `json:"index"`
 }
@@ -168,13 +184,21 @@ func (t *Tx) MachineIDsBySerial(serial string) []string { return t.lookup(bucket
 // MachineIDsByState returns the machines in this state.
 func (t *Tx) MachineIDsByState(state string) []string { return t.lookup(bucketMachineByStat, state) }
 
+// MachineIDsByName returns the machine with this name (names are unique:
+// one at most).
+func (t *Tx) MachineIDsByName(name string) []string { return t.lookup(bucketMachineByName, name) }
+
 func (t *Tx) lookup(bucket []byte, value string) []string {
 	if value == "" {
 		return nil
 	}
+	b := t.tx.Bucket(bucket)
+	if b == nil {
+		return nil // an index made on first use, not made yet
+	}
 	var ids []string
 	p := []byte(value + "\x00")
-	c := t.tx.Bucket(bucket).Cursor()
+	c := b.Cursor()
 	for k, _ := c.Seek(p); k != nil && hasPrefix(k, p); k, _ = c.Next() {
 		// A value with a NUL in it ("S\x00x") sorts under the prefix of
 		// "S": its key's rest is not an ID, skip it.
@@ -185,22 +209,37 @@ func (t *Tx) lookup(bucket []byte, value string) []string {
 	return ids
 }
 
-// MachineFilter selects machines in Machines.
+// MachineFilter selects machines in Machines. Fields that are set must
+// all hold.
 type MachineFilter struct {
 	State string // exact state, or "" for all
+	Tag   string // carries this tag (manual or automatic), or ""
+	Rack  string // stands in this rack, or ""
 }
 
-// Machines returns machines sorted by ID, using the state index when a state
-// is given.
+// Machines returns machines sorted by ID. A filter reads the records
+// through the narrowest index it names (rack, tag, then state), not the
+// whole table.
 func (t *Tx) Machines(f MachineFilter) ([]Machine, error) {
 	var out []Machine
-	if f.State != "" {
-		for _, id := range t.MachineIDsByState(f.State) {
+	var ids []string
+	switch {
+	case f.Rack != "":
+		ids = t.MachineIDsInRack(f.Rack)
+	case f.Tag != "":
+		ids = t.MachineIDsByTag(f.Tag)
+	case f.State != "":
+		ids = t.MachineIDsByState(f.State)
+	}
+	if f != (MachineFilter{}) {
+		for _, id := range ids {
 			m, err := t.Machine(id)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, m)
+			if (f.State == "" || m.State == f.State) && (f.Tag == "" || m.HasTag(f.Tag)) && (f.Rack == "" || m.Location.Rack == f.Rack) {
+				out = append(out, m)
+			}
 		}
 		return out, nil
 	}
@@ -224,10 +263,33 @@ func (t *Tx) PutMachine(m Machine) error {
 		return Errorf(ErrInvalid, "machine id %q", m.ID)
 	}
 	old, err := t.Machine(m.ID)
-	exists := err == nil
 	if err != nil && !isNotFound(err) {
 		return err
 	}
+	if err != nil {
+		return t.putMachine(nil, m)
+	}
+	return t.putMachine(&old, m)
+}
+
+// ReplaceMachine is PutMachine for a caller that has just read the record
+// in this transaction: old is that record, as it still is (not written
+// since), so it is not read again. Commands that rewrite thousands of
+// machines (a TagPut over a fleet) spend most of their time decoding
+// records.
+func (t *Tx) ReplaceMachine(old, m Machine) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if old.ID != m.ID || !ValidMachineID(m.ID) {
+		return Errorf(ErrInvalid, "machine id %q in place of %q", m.ID, old.ID)
+	}
+	return t.putMachine(&old, m)
+}
+
+// putMachine writes m over old (nil: a new record).
+func (t *Tx) putMachine(old *Machine, m Machine) error {
+	var err error
 	if m.Name != "" {
 		for _, id := range t.lookup(bucketMachineByName, m.Name) {
 			if id != m.ID {
@@ -242,16 +304,16 @@ func (t *Tx) PutMachine(m Machine) error {
 			}
 		}
 	}
-	if exists {
-		if err := t.unindex(old); err != nil {
-			return err
-		}
-	}
 	m.Index = t.Index
 	if err := t.putJSON(bucketMachines, m.ID, m); err != nil {
 		return err
 	}
-	if err := t.index(m); err != nil {
+	if old != nil {
+		err = t.reindex(*old, m)
+	} else {
+		err = t.index(m)
+	}
+	if err != nil {
 		return err
 	}
 	if err := t.logChange("machines", m.ID, OpPut); err != nil {
@@ -303,6 +365,8 @@ type indexEntry struct {
 	bucket []byte
 	value  string
 }
+
+func (e indexEntry) key() string { return string(e.bucket) + "\x00" + e.value }
 
 // BMC is a machine's baseboard management controller as Rollcall knows it.
 // PasswordSealed is AES-256-GCM under the cluster master key; no API answer
@@ -374,11 +438,62 @@ func machineIndexes(m Machine) []indexEntry {
 	for _, mac := range m.MACs {
 		e = append(e, indexEntry{bucketMachineByMAC, mac})
 	}
+	// A tag both manual and automatic is one entry: Put and Delete of the
+	// same key twice do the same as once.
+	for _, tag := range m.Tags {
+		e = append(e, indexEntry{bucketMachineByTag, tag})
+	}
+	for _, tag := range m.AutoTags {
+		e = append(e, indexEntry{bucketMachineByTag, tag})
+	}
+	if m.Location.Rack != "" {
+		e = append(e, indexEntry{bucketMachineByRack, m.Location.Rack})
+	}
 	return e
 }
 
 func (t *Tx) index(m Machine) error {
 	for _, e := range machineIndexes(m) {
+		if err := t.ensureBuckets(e.bucket); err != nil {
+			return err
+		}
+		if err := t.tx.Bucket(e.bucket).Put(ikey(e.value, m.ID), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reindex moves a machine's index entries from old to m, touching only
+// the ones that differ: a command that retags 10,000 machines rewrites
+// their tag entries, not their MAC, name and state entries.
+func (t *Tx) reindex(old, m Machine) error {
+	before, after := machineIndexes(old), machineIndexes(m)
+	was := make(map[string]bool, len(before))
+	for _, e := range before {
+		was[e.key()] = true
+	}
+	is := make(map[string]bool, len(after))
+	for _, e := range after {
+		is[e.key()] = true
+	}
+	for _, e := range before {
+		if is[e.key()] {
+			continue
+		}
+		if b := t.tx.Bucket(e.bucket); b != nil {
+			if err := b.Delete(ikey(e.value, m.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range after {
+		if was[e.key()] {
+			continue
+		}
+		if err := t.ensureBuckets(e.bucket); err != nil {
+			return err
+		}
 		if err := t.tx.Bucket(e.bucket).Put(ikey(e.value, m.ID), nil); err != nil {
 			return err
 		}
@@ -388,8 +503,10 @@ func (t *Tx) index(m Machine) error {
 
 func (t *Tx) unindex(m Machine) error {
 	for _, e := range machineIndexes(m) {
-		if err := t.tx.Bucket(e.bucket).Delete(ikey(e.value, m.ID)); err != nil {
-			return err
+		if b := t.tx.Bucket(e.bucket); b != nil {
+			if err := b.Delete(ikey(e.value, m.ID)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

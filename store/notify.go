@@ -46,6 +46,10 @@ func tableBit(table string) uint32 {
 		return 1 << 4
 	case TableNetwork:
 		return 1 << 5
+	case TableTags:
+		return 1 << 6
+	case TableRacks:
+		return 1 << 7
 	}
 	return 1 << 31
 }

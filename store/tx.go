@@ -63,6 +63,22 @@ func (t *Tx) touch(table string) error {
 	return t.tx.Bucket(bucketMeta).Put([]byte(tablePrefix+table), u64(t.Index))
 }
 
+// ensureBuckets makes buckets that are created on first use (the tag and
+// rack tables and indexes; see bucketMachineByTag) in a write transaction.
+func (t *Tx) ensureBuckets(names ...[]byte) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	for _, n := range names {
+		if t.tx.Bucket(n) == nil {
+			if _, err := t.tx.CreateBucket(n); err != nil {
+				return fmt.Errorf("create bucket %s: %w", n, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (t *Tx) getJSON(bucket []byte, key string, v any) error {
 	b := t.tx.Bucket(bucket).Get([]byte(key))
 	if b == nil {

@@ -207,6 +207,9 @@ func produce(db *store.DB, s *Schema, out chan<- *rowSet, stop <-chan struct{}, 
 		if err := rs.addDHCPImagesJobs(stx); err != nil {
 			return err
 		}
+		if err := rs.addTagsRacks(stx); err != nil {
+			return err
+		}
 		return flush()
 	})
 }

@@ -190,6 +190,40 @@ func (f *fleet) dhcpImagesJobs(t testing.TB) {
 		&raftfsm.JobStart{ID: "j-0002", Node: "node2", Until: now.Add(time.Minute), Now: now},
 		&raftfsm.JobFinish{ID: "j-0001", Node: "node1", Result: "on", Now: f.tick()},
 	)
+	f.tagsRacks(t)
+}
+
+// tagsRacks gives the fleet a rule tag evaluated over it, a manual tag on
+// two machines, and racks with machines placed in them.
+func (f *fleet) tagsRacks(t testing.TB) {
+	t.Helper()
+	f.putTag(t, raftfsm.Tag{Name: "gpu", Match: `{{ gt .Node.GPUs 0 }}`, CloudConfig: "#cloud-config\npackages: [nvidia-driver]\n",
+		Overlays: []string{"gres"}, Layout: "gpu-bond", Comment: "GPU nodes"})
+	now := f.tick()
+	f.apply(t,
+		&raftfsm.TagPut{Tag: raftfsm.Tag{Name: "burn-in", Comment: "new arrivals"}, Now: now},
+		&raftfsm.MachineTags{Machines: []string{pgtest.ID(0), pgtest.ID(2)}, Add: []string{"burn-in", "gpu"}, Now: now},
+		&raftfsm.RackPut{Rack: raftfsm.Rack{Name: "R12", Building: "DC1", Room: "Hall A", Height: 48}, Now: now},
+		&raftfsm.LocationSet{Now: now, Machines: []raftfsm.MachineLocation{
+			{ID: pgtest.ID(0), Location: raftfsm.Location{Rack: "R12", Unit: 1, Height: 2, AssetTag: "A-0001"}},
+			{ID: pgtest.ID(1), Location: raftfsm.Location{Building: "DC1", Room: "Hall B", Rack: "R7", Unit: 10}},
+			{ID: pgtest.ID(2), Location: raftfsm.Location{Building: "DC2"}},
+		}},
+	)
+}
+
+// putTag saves a tag as the API would: its rule evaluated over the store.
+func (f *fleet) putTag(t testing.TB, tag raftfsm.Tag) {
+	t.Helper()
+	var c *raftfsm.TagPut
+	err := f.db.View(func(tx *store.Tx) (err error) {
+		c, _, err = raftfsm.NewTagPut(tx, tag, f.tick(), nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, c)
 }
 
 // waitExported waits until the mirror has exported everything applied.
@@ -401,6 +435,8 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 		leases    []store.Lease
 		images    []store.Image
 		jobs      []store.Job
+		tags      []store.Tag
+		racks     []store.Rack
 		applied   uint64
 	}
 	want := expect{machines: map[string]store.Machine{}, reports: map[string]*inventory.Report{}, events: map[string][]store.Event{}}
@@ -451,6 +487,12 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 			return err
 		}
 		if want.images, err = tx.Images(); err != nil {
+			return err
+		}
+		if want.tags, err = tx.Tags(); err != nil {
+			return err
+		}
+		if want.racks, err = tx.Racks(); err != nil {
 			return err
 		}
 		return tx.ForEachJob(func(j store.Job) error { want.jobs = append(want.jobs, j); return nil })
@@ -596,6 +638,8 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 	compareList(t, conn, schema, s.Table("lease_blocks"), want.blocks)
 	compareList(t, conn, schema, s.Table("leases"), want.leases)
 	compareList(t, conn, schema, s.Table("bmc_jobs"), want.jobs)
+	compareList(t, conn, schema, s.Table("tags"), want.tags)
+	compareList(t, conn, schema, s.Table("racks"), want.racks)
 
 	// images, with image_files folded back in.
 	wantImages, images := map[string]*store.Image{}, map[string]*store.Image{}

@@ -327,6 +327,8 @@ type plan struct {
 	upImages   []string // replaced with their files
 	delImage   []string
 	delJob     []string
+	delTag     []string
+	delRack    []string
 	net        bool // fabrics, VLANs, subnets and ranges are reloaded
 }
 
@@ -345,6 +347,7 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 		machines, events, dropped := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		addrs, nodes := map[string]bool{}, map[string]bool{}
 		blocks, leases, images, jobs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+		tags, racks := map[string]bool{}, map[string]bool{}
 		for _, c := range changes {
 			switch c.Table {
 			case "machines", "inventory":
@@ -366,6 +369,10 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				images[c.Key] = true
 			case "jobs":
 				jobs[c.Key] = true
+			case store.TableTags:
+				tags[c.Key] = true
+			case store.TableRacks:
+				racks[c.Key] = true
 			case "net":
 				// The key (the bucket key in hex, store.Tx.NetRecord)
 				// names a fabric, a VLAN, a subnet or a range; the network
@@ -492,6 +499,28 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			}
 			p.rows.add("bmc_jobs", s.Table("bmc_jobs").row(nil, j))
 		}
+		for _, k := range sortedKeys(tags) {
+			tg, err := tx.Tag(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delTag = append(p.delTag, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("tags", s.Table("tags").row(nil, tg))
+		}
+		for _, k := range sortedKeys(racks) {
+			rk, err := tx.Rack(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delRack = append(p.delRack, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("racks", s.Table("racks").row(nil, rk))
+		}
 		if p.net {
 			return p.rows.addNetwork(tx)
 		}
@@ -591,6 +620,8 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 			{"leases", "ip", p.delLease, len(p.delLease)},
 			{"images", "name", p.delImage, len(p.delImage)}, // their files go with them
 			{"bmc_jobs", "id", p.delJob, len(p.delJob)},
+			{"tags", "name", p.delTag, len(p.delTag)},
+			{"racks", "name", p.delRack, len(p.delRack)},
 		} {
 			if d.n > 0 {
 				if err := exec("DELETE FROM "+ident(schema, d.table)+" WHERE "+pgx.Identifier{d.column}.Sanitize()+" = ANY($1)", d.keys); err != nil {

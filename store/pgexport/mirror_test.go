@@ -316,3 +316,59 @@ func TestMirrorFollowsLeasesImagesJobs(t *testing.T) {
 		}
 	}
 }
+
+// Tags and racks follow the store: rules saved again, tags and racks
+// deleted, machines retagged and moved.
+func TestMirrorFollowsTagsAndRacks(t *testing.T) {
+	srv := server(t)
+	f := newFleet(t)
+	f.commission(t, 0, 20)
+	f.tagsRacks(t)
+	schema := schemaName(t)
+	m, _ := runMirror(t, f.db, srv.DSN(), schema, nil)
+	waitExported(t, m, f.db)
+	conn := srv.Conn(t)
+	compareAll(t, conn, schema, f.db)
+	count := func(q string) int {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(t.Context(), strings.ReplaceAll(q, "S.", pgxIdent(schema)+".")).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return n
+	}
+	gpus := count("SELECT count(*) FROM S.machines WHERE summary_gpus > 0")
+	if gpus == 0 {
+		t.Fatal("the generated fleet has no GPU machine")
+	}
+
+	f.putTag(t, raftfsm.Tag{Name: "gpu", Match: `{{ eq .Node.GPUs 8 }}`})
+	f.putTag(t, raftfsm.Tag{Name: "big", Match: `{{ ge .Node.MemoryGiB 1000 }}`})
+	now := f.tick()
+	f.apply(t,
+		&raftfsm.TagDelete{Name: "burn-in", Now: now},
+		&raftfsm.LocationSet{Now: now, Machines: []raftfsm.MachineLocation{
+			{ID: pgtest.ID(1), Location: raftfsm.Location{Rack: "R12", Unit: 3}},
+			{ID: pgtest.ID(3), Location: raftfsm.Location{Rack: "R12", Unit: 4, Height: 4}},
+		}},
+		&raftfsm.RackDelete{Name: "R7"},
+		&raftfsm.RackPut{Rack: raftfsm.Rack{Name: "R12", Building: "DC1", Room: "Hall C", Height: 48}, Now: now},
+	)
+	waitExported(t, m, f.db)
+	compareAll(t, conn, schema, f.db)
+	for _, c := range []struct {
+		what, q string
+		want    int
+	}{
+		{"tags", "SELECT count(*) FROM S.tags", 2},
+		{"racks", "SELECT count(*) FROM S.racks", 1},
+		{"burn-in left", "SELECT count(*) FROM S.machines WHERE 'burn-in' = ANY(tags || auto_tags)", 0},
+		{"in R12", "SELECT count(*) FROM S.machines WHERE location_rack = 'R12' AND location_room = 'Hall C'", 3},
+		{"8-GPU machines", "SELECT count(*) FROM S.machines WHERE 'gpu' = ANY(auto_tags)", count("SELECT count(*) FROM S.machines WHERE summary_gpus = 8")},
+		{"manual gpu kept", "SELECT count(*) FROM S.machines WHERE 'gpu' = ANY(tags)", 2},
+	} {
+		if got := count(c.q); got != c.want {
+			t.Errorf("%s: %d, want %d", c.what, got, c.want)
+		}
+	}
+}

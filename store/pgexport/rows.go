@@ -152,6 +152,25 @@ func (r *rowSet) addDHCPImagesJobs(tx *store.Tx) error {
 	})
 }
 
+// addTagsRacks adds every tag definition and rack.
+func (r *rowSet) addTagsRacks(tx *store.Tx) error {
+	tags, err := tx.Tags()
+	if err != nil {
+		return err
+	}
+	for _, tg := range tags {
+		r.add("tags", r.s.Table("tags").row(nil, tg))
+	}
+	racks, err := tx.Racks()
+	if err != nil {
+		return err
+	}
+	for _, rk := range racks {
+		r.add("racks", r.s.Table("racks").row(nil, rk))
+	}
+	return nil
+}
+
 // cleanInventory parses a stored report and returns it as jsonb without
 // the BMC password (the server strips it before storing; this makes sure an
 // older record cannot leak one) and without NUL characters, which

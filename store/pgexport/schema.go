@@ -24,7 +24,8 @@ import (
 //
 // 2: leases, lease_blocks, images, image_files and bmc_jobs; foreign keys
 // named after their column.
-const SchemaVersion = 2
+// 3: tags and racks; machines gain tags, auto_tags and location_*.
+const SchemaVersion = 3
 
 // Column is one column of an exported table.
 type Column struct {
@@ -120,7 +121,7 @@ func specs() []spec {
 			skip:    map[string]string{"macs": "table machine_macs", "bmc": "table bmcs"},
 			extra: []Column{{Name: "inventory", Type: "jsonb",
 				Comment: "the last inventory report as the agent sent it (inventory.Report), without the BMC password; NULL before the first commissioning"}},
-			indexes: [][]string{{"state"}, {"serial"}, {"system_uuid"}},
+			indexes: [][]string{{"state"}, {"serial"}, {"system_uuid"}, {"location_rack"}},
 		},
 		{
 			name: "machine_macs", primary: []string{"machine_id", "ordinal"}, child: true,
@@ -215,6 +216,14 @@ func specs() []spec {
 				{Name: "image", Type: "text", Comment: "the image (images.name) the file belongs to"},
 				{Name: "ordinal", Type: "integer", Comment: "position in Image.Files, from 0"},
 			},
+		},
+		{
+			name: "tags", of: store.Tag{}, primary: []string{"name"}, rename: rename,
+			comment: "Tag definitions. A machine carries a tag when machines.tags (given by an operator) or machines.auto_tags (matched by the tag's rule) names it: SELECT … FROM machines WHERE 'gpu' = ANY(tags || auto_tags).",
+		},
+		{
+			name: "racks", of: store.Rack{}, primary: []string{"name"}, rename: rename,
+			comment: "Racks, created on first use (42U) or by an operator. A machine stands in the rack machines.location_rack names, from location_unit up.",
 		},
 		{
 			name: "bmc_jobs", of: store.Job{}, primary: []string{"id"}, rename: rename,
