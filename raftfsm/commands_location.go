@@ -92,12 +92,7 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 			}
 		}
 		if created[loc.Rack] {
-			if r.Building == "" {
-				r.Building = loc.Building
-			}
-			if r.Room == "" && loc.Building == r.Building {
-				r.Room = loc.Room
-			}
+			r.AdoptPlace(loc)
 		}
 		racks[loc.Rack] = r
 	}
@@ -112,8 +107,8 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 		read[i] = m
 		loc := locs[i]
 		if loc.Rack != "" {
-			if err := standInRack(&loc, racks[loc.Rack], ml.ID); err != nil {
-				return err
+			if loc, err = store.PlaceInRack(loc, racks[loc.Rack]); err != nil {
+				return store.Errorf(store.ErrConflict, "machine %s: %s", ml.ID, store.Public(err))
 			}
 		}
 		m.Location = loc
@@ -154,25 +149,6 @@ func (c *LocationSet) apply(tx *store.Tx) error {
 		m.UpdatedAt = c.Now
 		if err := tx.ReplaceMachine(read[i], m); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// standInRack fills a machine's building and room from its rack's, and
-// refuses ones that contradict them.
-func standInRack(loc *store.Location, r store.Rack, id string) error {
-	for _, f := range []struct {
-		what       string
-		mine, rack *string
-	}{{"building", &loc.Building, &r.Building}, {"room", &loc.Room, &r.Room}} {
-		switch {
-		case *f.rack == "":
-		case *f.mine == "":
-			*f.mine = *f.rack
-		case *f.mine != *f.rack:
-			return store.Errorf(store.ErrConflict, "machine %s: rack %s stands in %s %q, not %q (move the rack with rollcall location rack %s -%s …)",
-				id, r.Name, f.what, *f.rack, *f.mine, r.Name, f.what)
 		}
 	}
 	return nil

@@ -204,42 +204,47 @@ func sortedIDs[V any](m map[string]V) []string {
 	return ids
 }
 
-func (c *TagPut) apply(tx *store.Tx) error {
+// check is everything TagPut may refuse, without a machine read: the
+// leader's Precheck runs only it, since a dry run of the whole apply
+// would hold the store's write lock while it rewrote 10,000 machines. It
+// returns the tag as Apply writes it.
+func (c *TagPut) check(tx *store.Tx) (store.Tag, error) {
 	tag := c.Tag.record()
 	if err := store.CheckTag(tag); err != nil {
-		return err
+		return tag, err
 	}
 	old, err := tx.Tag(tag.Name)
 	exists := err == nil
 	if err != nil && !isNotFound(err) {
-		return err
+		return tag, err
 	}
 	if !exists && tx.CountTags() >= store.MaxTagDefinitions {
-		return store.Errorf(store.ErrConflict, "%d tags exist, the most there may be: remove one first", store.MaxTagDefinitions)
+		return tag, store.Errorf(store.ErrConflict, "%d tags exist, the most there may be: remove one first", store.MaxTagDefinitions)
 	}
 	if tag.Match == "" {
 		if c.Basis != 0 || len(c.Matches) > 0 || len(c.Failed) > 0 {
-			return store.Errorf(store.ErrInvalid, "tag %s has no rule, so no machines it matched", tag.Name)
+			return tag, store.Errorf(store.ErrInvalid, "tag %s has no rule, so no machines it matched", tag.Name)
 		}
 	} else if c.Basis == 0 || c.Basis >= tx.Index {
-		return store.Errorf(store.ErrInvalid, "tag %s: the rule was evaluated at index %d, which is not before this entry (%d)", tag.Name, c.Basis, tx.Index)
+		return tag, store.Errorf(store.ErrInvalid, "tag %s: the rule was evaluated at index %d, which is not before this entry (%d)", tag.Name, c.Basis, tx.Index)
 	}
 	if err := checkMachineIDs("tag "+tag.Name+" matches", c.Matches, true); err != nil {
-		return err
+		return tag, err
 	}
 	if err := checkMachineIDs("tag "+tag.Name+" failures", c.Failed, true); err != nil {
-		return err
+		return tag, err
 	}
-	failed := make(map[string]bool, len(c.Failed))
-	for _, id := range c.Failed {
-		failed[id] = true
-	}
-	for _, id := range c.Matches {
-		if failed[id] {
-			return store.Errorf(store.ErrInvalid, "tag %s: machine %s both matched and failed", tag.Name, id)
+	// Both lists are sorted: a machine in both meets itself in a merge.
+	for i, j := 0, 0; i < len(c.Matches) && j < len(c.Failed); {
+		switch {
+		case c.Matches[i] == c.Failed[j]:
+			return tag, store.Errorf(store.ErrInvalid, "tag %s: machine %s both matched and failed", tag.Name, c.Matches[i])
+		case c.Matches[i] < c.Failed[j]:
+			i++
+		default:
+			j++
 		}
 	}
-
 	tag.Created, tag.Updated = c.Now, c.Now
 	if exists {
 		tag.Created = old.Created
@@ -251,6 +256,18 @@ func (c *TagPut) apply(tx *store.Tx) error {
 		tag.RuleIndex = old.RuleIndex
 	default:
 		tag.RuleIndex = tx.Index
+	}
+	return tag, nil
+}
+
+func (c *TagPut) apply(tx *store.Tx) error {
+	tag, err := c.check(tx)
+	if err != nil {
+		return err
+	}
+	failed := make(map[string]bool, len(c.Failed))
+	for _, id := range c.Failed {
+		failed[id] = true
 	}
 
 	// Every machine that carries the tag now, and every one that matched:
@@ -296,8 +313,14 @@ func (c *TagPut) apply(tx *store.Tx) error {
 	return cs.write(tx, c.Now)
 }
 
+// check: as TagPut's, the refusal without the writes.
+func (c *TagDelete) check(tx *store.Tx) error {
+	_, err := tx.Tag(c.Name)
+	return err
+}
+
 func (c *TagDelete) apply(tx *store.Tx) error {
-	if _, err := tx.Tag(c.Name); err != nil {
+	if err := c.check(tx); err != nil {
 		return err
 	}
 	cs := changes{}

@@ -499,3 +499,60 @@ func BenchmarkTagPutApply(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/tag-put")
 	b.ReportMetric(float64(len(puts[0].Matches)+len(puts[1].Matches)), "machines")
 }
+
+// The leader's precheck of a tag's save or removal refuses what Apply
+// refuses, without the writes.
+func TestTagPrecheck(t *testing.T) {
+	l, _ := fleetLog(t)
+	var good *raftfsm.TagPut
+	view(t, l, func(tx *store.Tx) (any, error) {
+		var err error
+		good, _, err = raftfsm.NewTagPut(tx, raftfsm.Tag{Name: "gpu", Match: `{{ gt .Node.GPUs 0 }}`}, t0, nil)
+		return nil, err
+	})
+	if err := l.FSM.Precheck(good); err != nil {
+		t.Errorf("a good TagPut: %v", err)
+	}
+	bad := *good
+	bad.Failed = good.Matches[:1]
+	if err := l.FSM.Precheck(&bad); !errors.Is(err, store.ErrInvalid) || !strings.Contains(store.Public(err), "both matched and failed") {
+		t.Errorf("matched and failed: %v", err)
+	}
+	if err := l.FSM.Precheck(&raftfsm.TagDelete{Name: "gpu"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("delete before the save: %v", err)
+	}
+	if tagged(t, l, "gpu") != nil {
+		t.Error("a precheck wrote")
+	}
+}
+
+// A stored rule that no longer parses (Apply does not parse: a Go release
+// may parse otherwise) is reported and left out; its machines keep it.
+func TestRuleTagsReportsAStaleRule(t *testing.T) {
+	l, _ := fleetLog(t)
+	putTag(t, l, raftfsm.Tag{Name: "gpu", Match: `{{ gt .Node.GPUs 0 }}`})
+	before := tagged(t, l, "gpu")
+	l.Must(t, &raftfsm.TagPut{Tag: raftfsm.Tag{Name: "old", Match: `{{ oldfunc .Node }}`}, Basis: l.Index, Now: t0})
+	rules := view(t, l, func(tx *store.Tx) ([]raftfsm.RuleTag, error) {
+		r, f, err := raftfsm.RuleTags(tx)
+		if len(f) != 1 || !strings.Contains(f[0].Error(), `tag old: rule line 1, column 4: function "oldfunc" is not allowed`) {
+			t.Errorf("failed: %v", f)
+		}
+		return r, err
+	})
+	if len(rules) != 1 || rules[0].Name != "gpu" {
+		t.Errorf("rules: %+v", rules)
+	}
+	var ferr error
+	view(t, l, func(tx *store.Tx) (any, error) {
+		_, _, ferr = raftfsm.NewTagPut(tx, raftfsm.Tag{Name: "new", Match: `{{ oldfunc .Node }}`}, t0, nil)
+		return nil, nil
+	})
+	var re *tagrule.Error
+	if !errors.Is(ferr, store.ErrInvalid) || !errors.As(ferr, &re) || re.Line != 1 || re.Col != 4 {
+		t.Errorf("saving a rule that does not parse: %v", ferr)
+	}
+	if d := cmp.Diff(before, tagged(t, l, "gpu")); d != "" {
+		t.Errorf("gpu moved: %s", d)
+	}
+}

@@ -132,6 +132,38 @@ func CheckRackRecord(r Rack) error {
 	return nil
 }
 
+// AdoptPlace gives a rack made on first use the building and room of a
+// machine placed in it, when it has none yet: the first machines that say
+// where they stand say where the rack stands.
+func (r *Rack) AdoptPlace(l Location) {
+	if r.Building == "" {
+		r.Building = l.Building
+	}
+	if r.Room == "" && l.Building == r.Building {
+		r.Room = l.Room
+	}
+}
+
+// PlaceInRack is l in its rack r: a machine in a rack stands where the
+// rack does, so an empty building or room is the rack's, and one that
+// contradicts the rack's is refused.
+func PlaceInRack(l Location, r Rack) (Location, error) {
+	for _, f := range []struct {
+		what       string
+		mine, rack *string
+	}{{"building", &l.Building, &r.Building}, {"room", &l.Room, &r.Room}} {
+		switch {
+		case *f.rack == "":
+		case *f.mine == "":
+			*f.mine = *f.rack
+		case *f.mine != *f.rack:
+			return l, Errorf(ErrConflict, "rack %s stands in %s %q, not %q (move the rack with rollcall location rack %s -%s …)",
+				r.Name, f.what, *f.rack, *f.mine, r.Name, f.what)
+		}
+	}
+	return l, nil
+}
+
 // Slot is one machine's place in a rack, for CheckRack.
 type Slot struct {
 	ID           string // the machine
@@ -205,60 +237,20 @@ func unitSpan(s Slot) string {
 }
 
 // Rack returns one rack.
-func (t *Tx) Rack(name string) (Rack, error) {
-	var r Rack
-	if t.tx.Bucket(bucketRacks) == nil {
-		return r, Errorf(ErrNotFound, "rack %q", name)
-	}
-	if err := t.getJSON(bucketRacks, name, &r); err != nil {
-		if isNotFound(err) {
-			return r, Errorf(ErrNotFound, "rack %q", name)
-		}
-		return r, err
-	}
-	return r, nil
-}
+func (t *Tx) Rack(name string) (Rack, error) { return getNamed[Rack](t, bucketRacks, "rack", name) }
 
 // Racks lists racks by name.
-func (t *Tx) Racks() ([]Rack, error) {
-	if t.tx.Bucket(bucketRacks) == nil {
-		return nil, nil
-	}
-	var out []Rack
-	err := forEachJSON(t, bucketRacks, "", func(_ string, r *Rack) error {
-		out = append(out, *r)
-		return nil
-	})
-	return out, err
-}
+func (t *Tx) Racks() ([]Rack, error) { return listNamed[Rack](t, bucketRacks) }
 
 // PutRack writes a rack (its machines are the caller's to check).
 func (t *Tx) PutRack(r Rack) error {
-	if err := t.ensureBuckets(bucketRacks); err != nil {
-		return err
-	}
 	r.Index = t.Index
-	if err := t.putJSON(bucketRacks, r.Name, r); err != nil {
-		return err
-	}
-	if err := t.logChange(TableRacks, r.Name, OpPut); err != nil {
-		return err
-	}
-	return t.touch(TableRacks)
+	return t.putNamed(bucketRacks, TableRacks, r.Name, r)
 }
 
 // DeleteRack removes a rack record.
 func (t *Tx) DeleteRack(name string) error {
-	if _, err := t.Rack(name); err != nil {
-		return err
-	}
-	if err := t.del(bucketRacks, name); err != nil {
-		return err
-	}
-	if err := t.logChange(TableRacks, name, OpDelete); err != nil {
-		return err
-	}
-	return t.touch(TableRacks)
+	return t.deleteNamed(bucketRacks, TableRacks, "rack", name)
 }
 
 // MachineIDsInRack returns, sorted, the machines whose location names the

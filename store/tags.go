@@ -121,32 +121,10 @@ func clipText(s string) string {
 }
 
 // Tag returns one tag definition.
-func (t *Tx) Tag(name string) (Tag, error) {
-	var tag Tag
-	if t.tx.Bucket(bucketTags) == nil {
-		return tag, Errorf(ErrNotFound, "tag %q", name)
-	}
-	if err := t.getJSON(bucketTags, name, &tag); err != nil {
-		if isNotFound(err) {
-			return tag, Errorf(ErrNotFound, "tag %q", name)
-		}
-		return tag, err
-	}
-	return tag, nil
-}
+func (t *Tx) Tag(name string) (Tag, error) { return getNamed[Tag](t, bucketTags, "tag", name) }
 
 // Tags lists tag definitions by name.
-func (t *Tx) Tags() ([]Tag, error) {
-	if t.tx.Bucket(bucketTags) == nil {
-		return nil, nil
-	}
-	var out []Tag
-	err := forEachJSON(t, bucketTags, "", func(_ string, tag *Tag) error {
-		out = append(out, *tag)
-		return nil
-	})
-	return out, err
-}
+func (t *Tx) Tags() ([]Tag, error) { return listNamed[Tag](t, bucketTags) }
 
 // CountTags returns the number of tag definitions.
 func (t *Tx) CountTags() int {
@@ -158,32 +136,72 @@ func (t *Tx) CountTags() int {
 
 // PutTag writes a tag definition (its machines are the caller's to write).
 func (t *Tx) PutTag(tag Tag) error {
-	if err := t.ensureBuckets(bucketTags); err != nil {
-		return err
-	}
 	tag.Index = t.Index
-	if err := t.putJSON(bucketTags, tag.Name, tag); err != nil {
-		return err
-	}
-	if err := t.logChange(TableTags, tag.Name, OpPut); err != nil {
-		return err
-	}
-	return t.touch(TableTags)
+	return t.putNamed(bucketTags, TableTags, tag.Name, tag)
 }
 
 // DeleteTag removes a tag definition (the caller takes it off its
 // machines first).
 func (t *Tx) DeleteTag(name string) error {
-	if _, err := t.Tag(name); err != nil {
+	return t.deleteNamed(bucketTags, TableTags, "tag", name)
+}
+
+// Tags and racks are records keyed by name in a bucket made on first use
+// (see bucketMachineByTag), each change logged under the table's name.
+
+func getNamed[T any](t *Tx, bucket []byte, kind, name string) (T, error) {
+	var v T
+	if t.tx.Bucket(bucket) == nil {
+		return v, Errorf(ErrNotFound, "%s %q", kind, name)
+	}
+	if err := t.getJSON(bucket, name, &v); err != nil {
+		if isNotFound(err) {
+			return v, Errorf(ErrNotFound, "%s %q", kind, name)
+		}
+		return v, err
+	}
+	return v, nil
+}
+
+func listNamed[T any](t *Tx, bucket []byte) ([]T, error) {
+	if t.tx.Bucket(bucket) == nil {
+		return nil, nil
+	}
+	var out []T
+	err := forEachJSON(t, bucket, "", func(_ string, v *T) error {
+		out = append(out, *v)
+		return nil
+	})
+	return out, err
+}
+
+func (t *Tx) putNamed(bucket []byte, table, name string, v any) error {
+	if err := t.ensureBuckets(bucket); err != nil {
 		return err
 	}
-	if err := t.del(bucketTags, name); err != nil {
+	if err := t.putJSON(bucket, name, v); err != nil {
 		return err
 	}
-	if err := t.logChange(TableTags, name, OpDelete); err != nil {
+	if err := t.logChange(table, name, OpPut); err != nil {
 		return err
 	}
-	return t.touch(TableTags)
+	return t.touch(table)
+}
+
+func (t *Tx) deleteNamed(bucket []byte, table, kind, name string) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if t.tx.Bucket(bucket) == nil || t.tx.Bucket(bucket).Get([]byte(name)) == nil {
+		return Errorf(ErrNotFound, "%s %q", kind, name)
+	}
+	if err := t.del(bucket, name); err != nil {
+		return err
+	}
+	if err := t.logChange(table, name, OpDelete); err != nil {
+		return err
+	}
+	return t.touch(table)
 }
 
 // MachineIDsByTag returns, sorted, the machines that carry the tag,

@@ -2,10 +2,13 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/rollcall/rollcall/store/inventory"
 )
 
 func TestCheckTag(t *testing.T) {
@@ -242,5 +245,49 @@ func TestReplaceMachine(t *testing.T) {
 	}
 	if sums[0] != sums[1] {
 		t.Errorf("PutMachine and ReplaceMachine leave different states: %s, %s", sums[0], sums[1])
+	}
+}
+
+// BenchmarkListByTagAndRack lists, through the indexes, the 2,000 machines
+// of a tag and the 40 of a rack among 10,000 (list -tag, list -rack).
+func BenchmarkListByTagAndRack(b *testing.B) {
+	db, err := Open(b.TempDir() + "/state.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *Tx) error {
+		tx.Index = 1
+		for i := range 10_000 {
+			m := Machine{ID: fmt.Sprintf("m-%012x", i+1), State: StateReady, Serial: fmt.Sprintf("S%07d", i),
+				MACs: []string{fmt.Sprintf("52:54:00:%02x:%02x:%02x", i>>16, (i>>8)&0xff, i&0xff)},
+				Summary: inventory.Summary{Manufacturer: "Dell Inc.", Product: "PowerEdge R650", Sockets: 2, Cores: 64, Threads: 128,
+					MemoryBytes: 512 << 30, Disks: 4, DiskBytes: 8 << 40, NICs: 4},
+				Location: Location{Building: "DC1", Room: "Hall A", Rack: fmt.Sprintf("R%d", i/40), Unit: i%40 + 1}}
+			if i%5 == 0 {
+				m.AutoTags = []string{"gpu"}
+				m.Summary.GPUs, m.Summary.GPUModels = 8, []string{"NVIDIA H100 80GB HBM3"}
+			}
+			if err := tx.PutMachine(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, f := range map[string]MachineFilter{"tag": {Tag: "gpu"}, "rack": {Rack: "R100"}} {
+		b.Run(name, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				db.View(func(tx *Tx) error {
+					ms, err := tx.Machines(f)
+					n = len(ms)
+					return err
+				})
+			}
+			b.ReportMetric(float64(n), "machines")
+		})
 	}
 }

@@ -244,7 +244,7 @@ func (p *planner) header(h []string) bool {
 		name = strings.ToLower(strings.TrimSpace(name))
 		switch {
 		case !slices.Contains(known, name):
-			p.errs.add(p.headerLine, "column %q is not one of %s", clip(name), strings.Join(known, ", "))
+			p.errs.add(p.headerLine, "column %.64q is not one of %s", name, strings.Join(known, ", "))
 			ok = false
 		case hasCol(p.cols, name):
 			p.errs.add(p.headerLine, "column %s is named twice", name)
@@ -319,7 +319,7 @@ func (p *planner) match(line int, rec []string) (id, key string, ok bool) {
 		switch col {
 		case "id":
 			if !store.ValidMachineID(v) {
-				p.errs.add(line, "id %q is not a machine ID (m- and 12 hex digits)", clip(v))
+				p.errs.add(line, "id %.64q is not a machine ID (m- and 12 hex digits)", v)
 				return "", "", false
 			}
 			if _, err := p.st.Machine(v); err != nil {
@@ -341,11 +341,11 @@ func (p *planner) match(line int, rec []string) (id, key string, ok bool) {
 		}
 		switch {
 		case len(ids) == 0:
-			p.errs.add(line, "%s %q names no machine", col, clip(v))
+			p.errs.add(line, "%s %.64q names no machine", col, v)
 			return "", "", false
 		case len(ids) > 1:
 			shown := ids[:min(len(ids), 3)]
-			p.errs.add(line, "%s %q names %d machines (%s): give the id", col, clip(v), len(ids), strings.Join(shown, ", "))
+			p.errs.add(line, "%s %.64q names %d machines (%s): give the id", col, v, len(ids), strings.Join(shown, ", "))
 			return "", "", false
 		}
 		if id != "" && ids[0] != id {
@@ -386,7 +386,7 @@ func (p *planner) location(line int, rec []string, before store.Location) (store
 		if v != "" {
 			var err error
 			if n, err = strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(v, "U"), "u")); err != nil {
-				p.errs.add(line, "%s %q is not a whole number", f.col, clip(v))
+				p.errs.add(line, "%s %.64q is not a whole number", f.col, v)
 				return l, false
 			}
 		}
@@ -419,25 +419,12 @@ func (p *planner) location(line int, rec []string, before store.Location) (store
 		p.racks[l.Rack] = r
 	}
 	if r.isNew {
-		if r.rack.Building == "" {
-			r.rack.Building = l.Building
-		}
-		if r.rack.Room == "" && l.Building == r.rack.Building {
-			r.rack.Room = l.Room
-		}
+		r.rack.AdoptPlace(l)
 	}
-	for _, f := range []struct {
-		what       string
-		mine, rack *string
-	}{{"building", &l.Building, &r.rack.Building}, {"room", &l.Room, &r.rack.Room}} {
-		switch {
-		case *f.rack == "":
-		case *f.mine == "":
-			*f.mine = *f.rack
-		case *f.mine != *f.rack:
-			p.errs.add(line, "rack %s stands in %s %q, not %q", l.Rack, f.what, *f.rack, *f.mine)
-			return l, false
-		}
+	l, err := store.PlaceInRack(l, r.rack)
+	if err != nil {
+		p.errs.add(line, "%s", publicOr(err))
+		return l, false
 	}
 	return l, true
 }
@@ -499,17 +486,6 @@ func publicOr(err error) string {
 		return s
 	}
 	return err.Error()
-}
-
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	cut := 64
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // Diff is the plan as `-dry` shows it: one line a row that changes a
