@@ -218,7 +218,7 @@ func checkClaim(tx *store.Tx, a store.Address) (store.Address, store.Subnet, err
 		return a, s, err
 	}
 	if len(a.Name) > 253 || strings.IndexFunc(a.Name, unicode.IsControl) >= 0 || !utf8.ValidString(a.Name) {
-		return a, s, invalid("address name %q is not a host name (at most 253 printable bytes)", clipText(a.Name))
+		return a, s, invalid("address name %q is not a host name (at most 253 printable bytes)", store.Clip(a.Name))
 	}
 	if a.How == store.HowReserved && a.Name == "" {
 		return a, s, invalid("a reserved address needs a name")

@@ -99,7 +99,7 @@ func CheckVLAN(tx *store.Tx, v store.VLAN, replace bool) error {
 			return invalid("a DHCP server needs a node")
 		}
 		if store.ValidName(s.Node) != nil {
-			return invalid("node %q is not a node name", clipText(s.Node))
+			return invalid("node %q is not a node name", store.Clip(s.Node))
 		}
 		if _, err := tx.Node(s.Node); err != nil {
 			return invalid("node %q is not a member of the cluster (rollcall cluster status lists them)", s.Node)
@@ -138,17 +138,9 @@ func CheckIface(name string) error {
 		ok = ok && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_')
 	}
 	if !ok {
-		return invalid("interface %q is not an interface name (up to 15 letters, digits, '.', '-', '_')", clipText(name))
+		return invalid("interface %q is not an interface name (up to 15 letters, digits, '.', '-', '_')", store.Clip(name))
 	}
 	return nil
-}
-
-// clipText shortens a refused value for a message.
-func clipText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // CheckDeleteVLAN refuses to remove a VLAN that still carries subnets.

@@ -72,7 +72,7 @@ var rackNamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,62})$`)
 // hall-b.r7), since it is a key and stands in URLs and CSV files.
 func ValidRackName(s string) error {
 	if !rackNamePattern.MatchString(s) {
-		return Errorf(ErrInvalid, "rack name %q must be letters, digits, '.', '_' or '-' (1 to 63, starting with a letter or digit)", clipText(s))
+		return Errorf(ErrInvalid, "rack name %q must be letters, digits, '.', '_' or '-' (1 to 63, starting with a letter or digit)", Clip(s))
 	}
 	return nil
 }
@@ -81,11 +81,11 @@ func ValidRackName(s string) error {
 // text.
 func checkPlace(what, s string) error {
 	if len(s) > MaxLocationField || !utf8.ValidString(s) || strings.TrimSpace(s) != s {
-		return Errorf(ErrInvalid, "%s %q must be at most %d bytes of UTF-8 without leading or trailing spaces", what, clipText(s), MaxLocationField)
+		return Errorf(ErrInvalid, "%s %q must be at most %d bytes of UTF-8 without leading or trailing spaces", what, Clip(s), MaxLocationField)
 	}
 	for _, r := range s {
 		if !unicode.IsPrint(r) {
-			return Errorf(ErrInvalid, "%s %q holds a control character", what, clipText(s))
+			return Errorf(ErrInvalid, "%s %q holds a control character", what, Clip(s))
 		}
 	}
 	return nil

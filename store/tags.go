@@ -70,7 +70,7 @@ type Tag struct {
 // since `tag:NAME` stands wherever a machine is named.
 func ValidTagName(s string) error {
 	if !namePattern.MatchString(s) || ValidMachineID(s) {
-		return Errorf(ErrInvalid, "tag name %q must be a DNS label: lowercase letters, digits and '-', 1 to 63 characters, not of the form of a machine ID", clipText(s))
+		return Errorf(ErrInvalid, "tag name %q must be a DNS label: lowercase letters, digits and '-', 1 to 63 characters, not of the form of a machine ID", Clip(s))
 	}
 	return nil
 }
@@ -99,17 +99,18 @@ func CheckTag(t Tag) error {
 	}
 	for i, o := range t.Overlays {
 		if !imageNamePattern.MatchString(o) || slices.Contains(t.Overlays[:i], o) {
-			return Errorf(ErrInvalid, "tag %s: overlay %q must be a lowercase name (letters, digits, '.', '_', '-'), listed once", t.Name, clipText(o))
+			return Errorf(ErrInvalid, "tag %s: overlay %q must be a lowercase name (letters, digits, '.', '_', '-'), listed once", t.Name, Clip(o))
 		}
 	}
 	if t.Layout != "" && !imageNamePattern.MatchString(t.Layout) {
-		return Errorf(ErrInvalid, "tag %s: layout %q must be a lowercase name (letters, digits, '.', '_', '-')", t.Name, clipText(t.Layout))
+		return Errorf(ErrInvalid, "tag %s: layout %q must be a lowercase name (letters, digits, '.', '_', '-')", t.Name, Clip(t.Layout))
 	}
 	return nil
 }
 
-// clipText shortens a value quoted back in a refusal.
-func clipText(s string) string {
+// Clip shortens a value quoted back in a refusal to 64 bytes, on a rune
+// boundary: refused input can be any size, the message stays short.
+func Clip(s string) string {
 	if len(s) <= 64 {
 		return s
 	}

@@ -78,7 +78,7 @@ func (s *Server) postEnlist(c *gin.Context) error {
 		macs = append(macs, m)
 	}
 	if req.SystemUUID != "" && inventory.NormalizeUUID(req.SystemUUID) == "" {
-		return BadRequest("system_uuid %q is not a UUID", clip(req.SystemUUID))
+		return BadRequest("system_uuid %q is not a UUID", store.Clip(req.SystemUUID))
 	}
 	id := identityOf(req.SystemUUID, req.Serial, boot, macs)
 	newID := newMachineID()
@@ -318,11 +318,4 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

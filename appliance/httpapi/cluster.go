@@ -111,7 +111,7 @@ func (s *Server) postRepair(c *gin.Context) error {
 	defer cancel()
 	if err := s.cfg.Cluster.RepairMember(ctx, name); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return Wrap(http.StatusNotFound, "not_found", "node "+clip(name)+" is not a member", err)
+			return Wrap(http.StatusNotFound, "not_found", "node "+store.Clip(name)+" is not a member", err)
 		}
 		return Wrap(http.StatusConflict, "repair_failed", "the repair did not finish; see the node's log and retry", err)
 	}

@@ -86,7 +86,7 @@ func (s *Server) listMachines(c *gin.Context) error {
 	state := c.Query("state")
 	if state != "" {
 		if _, ok := store.Transitions[state]; !ok {
-			return BadRequest("unknown state %q (known: %s)", clip(state), strings.Join(knownStates(), ", "))
+			return BadRequest("unknown state %q (known: %s)", store.Clip(state), strings.Join(knownStates(), ", "))
 		}
 	}
 	limit := 0

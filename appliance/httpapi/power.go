@@ -157,7 +157,7 @@ func checkBMCRequest(r wire.BMCRequest) error {
 		if err := inventory.CheckText("settings key", k, false); err != nil {
 			return inventoryRefusal(err)
 		}
-		if err := inventory.CheckText("settings."+clip(k), v, false); err != nil {
+		if err := inventory.CheckText("settings."+store.Clip(k), v, false); err != nil {
 			return inventoryRefusal(err)
 		}
 	}
@@ -175,7 +175,7 @@ func (s *Server) putBMC(c *gin.Context) error {
 		return err
 	}
 	if !s.cfg.Power.Has(req.Driver) {
-		return BadRequest("driver %q is not one of %s", clip(req.Driver), strings.Join(s.cfg.Power.Names(), ", "))
+		return BadRequest("driver %q is not one of %s", store.Clip(req.Driver), strings.Join(s.cfg.Power.Names(), ", "))
 	}
 	if req.Driver != "manual" && req.Address == "" {
 		return BadRequest("address is required for driver %s", req.Driver)

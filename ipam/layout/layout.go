@@ -233,11 +233,11 @@ func checkKeys(b []byte) error {
 				}
 				k, _ := kt.(string)
 				if seen[k] {
-					return invalid("layout: field %q is given twice in one object", clip(k))
+					return invalid("layout: field %q is given twice in one object", store.Clip(k))
 				}
 				seen[k] = true
 				if !slices.Contains(fieldNames, k) {
-					return invalid("layout: field %q: write it %s (field names are lowercase)", clip(k), strings.ToLower(k))
+					return invalid("layout: field %q: write it %s (field names are lowercase)", store.Clip(k), strings.ToLower(k))
 				}
 				if err := walk(); err != nil {
 					return err
@@ -281,16 +281,9 @@ var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$`)
 // CheckName validates a layout's name.
 func CheckName(name string) error {
 	if !namePattern.MatchString(name) {
-		return invalid("layout name %q must be lowercase letters, digits, '.', '_' or '-' (1 to 63)", clip(name))
+		return invalid("layout name %q must be lowercase letters, digits, '.', '_' or '-' (1 to 63)", store.Clip(name))
 	}
 	return nil
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 // where names an interface in a refusal: its place and what it is.
@@ -303,9 +296,9 @@ func (it *Interface) where(i int) string {
 		name = it.Select
 	}
 	if name == "" {
-		return fmt.Sprintf("interfaces[%d] (%s)", i, clip(it.Type))
+		return fmt.Sprintf("interfaces[%d] (%s)", i, store.Clip(it.Type))
 	}
-	return fmt.Sprintf("interfaces[%d] (%s %s)", i, clip(it.Type), clip(name))
+	return fmt.Sprintf("interfaces[%d] (%s %s)", i, store.Clip(it.Type), store.Clip(name))
 }
 
 // Validate checks what a layout says by itself, without a machine: every
@@ -325,7 +318,7 @@ func (l *Layout) Validate() error {
 		it := &l.Interfaces[i]
 		w := it.where(i)
 		if !slices.Contains(interfaceTypes, it.Type) {
-			return invalid("%s: type %q is not one of %s", w, clip(it.Type), strings.Join(interfaceTypes, ", "))
+			return invalid("%s: type %q is not one of %s", w, store.Clip(it.Type), strings.Join(interfaceTypes, ", "))
 		}
 		if it.Name != "" {
 			if err := ipam.CheckIface(it.Name); err != nil {
@@ -362,7 +355,7 @@ func (l *Layout) Validate() error {
 		case ok && l.Interfaces[j].Type == TypeVLAN:
 			return invalid("%s: parent %s is a VLAN; a VLAN sits on a physical interface or a bond", w, it.Parent)
 		case !ok && !unnamedPhysical:
-			return invalid("%s: parent %s is not an interface of the layout", w, clip(it.Parent))
+			return invalid("%s: parent %s is not an interface of the layout", w, store.Clip(it.Parent))
 		}
 		if it.Name == "" {
 			name := fmt.Sprintf("%s.%d", it.Parent, it.VID)
@@ -473,11 +466,11 @@ func (b *Bond) validate(w string) error {
 	}
 	mode := b.mode()
 	if !slices.Contains(bondModes, mode) {
-		return invalid("%s: bond mode %q is not one of %s", w, clip(b.Mode), strings.Join(bondModes, ", "))
+		return invalid("%s: bond mode %q is not one of %s", w, store.Clip(b.Mode), strings.Join(bondModes, ", "))
 	}
 	if b.LACPRate != "" {
 		if !slices.Contains(lacpRates, b.LACPRate) {
-			return invalid("%s: lacp_rate %q is not one of %s", w, clip(b.LACPRate), strings.Join(lacpRates, ", "))
+			return invalid("%s: lacp_rate %q is not one of %s", w, store.Clip(b.LACPRate), strings.Join(lacpRates, ", "))
 		}
 		if mode != "802.3ad" {
 			return invalid("%s: lacp_rate is for 802.3ad bonds, not %s", w, mode)
@@ -485,7 +478,7 @@ func (b *Bond) validate(w string) error {
 	}
 	if b.TransmitHashPolicy != "" {
 		if !slices.Contains(hashModes, b.TransmitHashPolicy) {
-			return invalid("%s: transmit_hash_policy %q is not one of %s", w, clip(b.TransmitHashPolicy), strings.Join(hashModes, ", "))
+			return invalid("%s: transmit_hash_policy %q is not one of %s", w, store.Clip(b.TransmitHashPolicy), strings.Join(hashModes, ", "))
 		}
 		if mode != "balance-xor" && mode != "802.3ad" && mode != "balance-tlb" {
 			return invalid("%s: transmit_hash_policy is for balance-xor, 802.3ad and balance-tlb bonds, not %s", w, mode)
@@ -519,7 +512,7 @@ func validateLinks(w string, it *Interface) error {
 	for j, ln := range it.Links {
 		lw := fmt.Sprintf("%s links[%d]", w, j)
 		if !slices.Contains(linkModes, ln.Mode) {
-			return invalid("%s: mode %q is not one of %s", lw, clip(ln.Mode), strings.Join(linkModes, ", "))
+			return invalid("%s: mode %q is not one of %s", lw, store.Clip(ln.Mode), strings.Join(linkModes, ", "))
 		}
 		if ln.Subnet != "" && ln.Subnet != SubnetBoot {
 			if _, err := parseSubnetRef(ln.Subnet); err != nil {
@@ -596,7 +589,7 @@ func parseSubnetRef(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return p, invalid("subnet %q is not a CIDR such as 10.60.0.0/24", clip(s))
+			return p, invalid("subnet %q is not a CIDR such as 10.60.0.0/24", store.Clip(s))
 		}
 		if p != p.Masked() {
 			return p, invalid("subnet %s has host bits set; the subnet is %s", p, p.Masked())
@@ -604,7 +597,7 @@ func parseSubnetRef(s string) (netip.Prefix, error) {
 		return p, nil
 	}
 	if !namePattern.MatchString(s) {
-		return netip.Prefix{}, invalid("subnet %q is neither a CIDR, a subnet's name, nor boot", clip(s))
+		return netip.Prefix{}, invalid("subnet %q is neither a CIDR, a subnet's name, nor boot", store.Clip(s))
 	}
 	return netip.Prefix{}, nil
 }
@@ -614,11 +607,11 @@ func parseAddress(s string) (netip.Addr, error) {
 		return netip.Addr{}, invalid("a static link needs an address")
 	}
 	if strings.Contains(s, "/") {
-		return netip.Addr{}, invalid("address %q: give the address alone, the prefix is its subnet's", clip(s))
+		return netip.Addr{}, invalid("address %q: give the address alone, the prefix is its subnet's", store.Clip(s))
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, invalid("address %q is not an IP address", clip(s))
+		return netip.Addr{}, invalid("address %q is not an IP address", store.Clip(s))
 	}
 	if a.Is4In6() {
 		return netip.Addr{}, invalid("address %s: write IPv4 addresses in dotted form", a)

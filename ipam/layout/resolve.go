@@ -37,14 +37,14 @@ func (p Pin) String() string { return p.Interface + "=" + p.Address.String() }
 func ParsePin(s string) (Pin, error) {
 	iface, addr, ok := strings.Cut(s, "=")
 	if !ok || iface == "" {
-		return Pin{}, invalid("pin %q is not IFACE=ADDR (ens18=10.0.0.60)", clip(s))
+		return Pin{}, invalid("pin %q is not IFACE=ADDR (ens18=10.0.0.60)", store.Clip(s))
 	}
 	if err := ipam.CheckIface(iface); err != nil {
-		return Pin{}, invalid("pin %q: %s", clip(s), store.Public(err))
+		return Pin{}, invalid("pin %q: %s", store.Clip(s), store.Public(err))
 	}
 	a, err := parseAddress(addr)
 	if err != nil {
-		return Pin{}, invalid("pin %q: %s", clip(s), store.Public(err))
+		return Pin{}, invalid("pin %q: %s", store.Clip(s), store.Public(err))
 	}
 	return Pin{Interface: iface, Address: a}, nil
 }

@@ -40,7 +40,7 @@ func ParseSelector(s string) (Selector, error) {
 	num := func(min, max int) (int, error) {
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < min || n > max || arg != strconv.Itoa(n) {
-			return 0, invalid("selector %q: %s:N takes a number in %d–%d", clip(s), kind, min, max)
+			return 0, invalid("selector %q: %s:N takes a number in %d–%d", store.Clip(s), kind, min, max)
 		}
 		return n, nil
 	}
@@ -49,16 +49,16 @@ func ParseSelector(s string) (Selector, error) {
 		return Selector{Kind: kind}, nil
 	case kind == SelectName && hasArg:
 		if arg == "" {
-			return Selector{}, invalid("selector %q: name:X needs a name", clip(s))
+			return Selector{}, invalid("selector %q: name:X needs a name", store.Clip(s))
 		}
 		if err := ipam.CheckIface(arg); err != nil {
-			return Selector{}, invalid("selector %q: %s", clip(s), store.Public(err))
+			return Selector{}, invalid("selector %q: %s", store.Clip(s), store.Public(err))
 		}
 		return Selector{Kind: kind, Arg: arg}, nil
 	case kind == SelectMAC && hasArg:
 		m, err := store.NormalizeMAC(arg)
 		if err != nil {
-			return Selector{}, invalid("selector %q: %s", clip(s), store.Public(err))
+			return Selector{}, invalid("selector %q: %s", store.Clip(s), store.Public(err))
 		}
 		return Selector{Kind: kind, Arg: m}, nil
 	case kind == SelectFastest && hasArg:
@@ -68,7 +68,7 @@ func ParseSelector(s string) (Selector, error) {
 		n, err := num(0, maxIBPorts-1)
 		return Selector{Kind: kind, N: n}, err
 	}
-	return Selector{}, invalid("selector %q is not one of %s", clip(s), selectorKinds)
+	return Selector{}, invalid("selector %q is not one of %s", store.Clip(s), selectorKinds)
 }
 
 func (s Selector) String() string {
