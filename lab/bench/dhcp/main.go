@@ -57,7 +57,7 @@ import (
 var (
 	clients      = flag.Int("clients", 60000, "simulated clients (perfdhcp -R)")
 	period       = flag.Duration("period", 6*time.Second, "length of each rate step")
-	rates        = flag.String("rates", "12000,14000,16000,17000,18000,19000,20000,21000,22000,24000,26000,28000,30000,32000,34000,36000,40000", "offered rates to step through")
+	rates        = flag.String("rates", "8000,10000,12000,14000,16000,17000,18000,19000,20000,21000,22000,24000,26000,28000,30000,32000,34000,36000,40000", "offered rates to step through")
 	maxDrop      = flag.Float64("max-drop", 1.0, "drop percentage that ends the stepping")
 	repeat       = flag.Int("repeat", 3, "perfdhcp runs per step; the step counts as their median by drops (a single 6 s run swings by ±1,000/s on two CPUs)")
 	only         = flag.String("only", "", "run only this server (rollcall or kea)")
