@@ -74,14 +74,22 @@ func (c *LayoutDelete) apply(tx *store.Tx) error {
 	return tx.DeleteLayout(c.Name)
 }
 
-// layoutUser names the first machine or tag that uses a layout, or "".
+// layoutUser names the first tag that uses a layout, or "": LayoutDelete
+// then refuses, and the API's precheck, which runs this apply, answers
+// before a Raft entry is taken.
 //
-// TODO(issue 19): nothing references a layout yet. When tags gain their
-// layout (the tag records being added to store and raftfsm) and machines
-// theirs (rollcall net set ID -layout L), look both up here and return
-// "tag NAME" or "machine ID"; LayoutDelete then refuses, and the API's
-// precheck, which runs this apply, answers before a Raft entry is taken.
+// TODO(issue 19): machines do not reference a layout yet (rollcall net set
+// ID -layout L); when they do, look them up here too.
 func layoutUser(tx *store.Tx, name string) (string, error) {
+	tags, err := tx.Tags()
+	if err != nil {
+		return "", err
+	}
+	for _, t := range tags {
+		if t.Layout == name {
+			return "tag " + t.Name, nil
+		}
+	}
 	return "", nil
 }
 

@@ -59,11 +59,31 @@ func TestLayoutCommands(t *testing.T) {
 		}
 		return nil
 	})
+	// A tag that names the layout holds it.
+	if err := l.Apply(&raftfsm.TagPut{Tag: raftfsm.Tag{Name: "gpu", Layout: "gpu-bond"}, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Index
+	if err := l.Apply(&raftfsm.LayoutDelete{Name: "gpu-bond"}); !errors.Is(err, store.ErrConflict) || !strings.Contains(store.Public(err), "tag gpu") {
+		t.Errorf("deleting a layout tag gpu uses: %v, want a conflict naming the tag", err)
+	}
+	l.DB.View(func(tx *store.Tx) error {
+		if _, err := tx.Layout("gpu-bond"); err != nil {
+			t.Errorf("the refused delete removed the layout (index %d): %v", before, err)
+		}
+		return nil
+	})
+	if err := l.Apply(&raftfsm.TagDelete{Name: "gpu", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Apply(&raftfsm.LayoutDelete{Name: "gpu-bond"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Apply(&raftfsm.LayoutDelete{Name: "gpu-bond"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleting it again: %v, want not found", err)
+	}
+	if err := l.Apply(&raftfsm.TagPut{Tag: raftfsm.Tag{Name: "gpu", Layout: "gpu-bond"}, Now: t0}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a tag naming a layout that is gone: %v, want invalid", err)
 	}
 }
 

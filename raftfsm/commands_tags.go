@@ -218,6 +218,13 @@ func (c *TagPut) check(tx *store.Tx) (store.Tag, error) {
 	if err != nil && !isNotFound(err) {
 		return tag, err
 	}
+	if tag.Layout != "" {
+		if _, err := tx.Layout(tag.Layout); isNotFound(err) {
+			return tag, store.Errorf(store.ErrInvalid, "tag %s names layout %s, which does not exist (rollcall layout add %s FILE.json)", tag.Name, tag.Layout, tag.Layout)
+		} else if err != nil {
+			return tag, err
+		}
+	}
 	if !exists && tx.CountTags() >= store.MaxTagDefinitions {
 		return tag, store.Errorf(store.ErrConflict, "%d tags exist, the most there may be: remove one first", store.MaxTagDefinitions)
 	}
@@ -387,10 +394,22 @@ func (c *MachineTags) apply(tx *store.Tx) error {
 	return cs.write(tx, c.Now)
 }
 
+// maxAutoTagOutcomes bounds one AutoTagsSet: machines × rules, so a
+// command stays far below the cluster's forwarding limit however it is
+// made up.
+const maxAutoTagOutcomes = 1 << 18
+
 func (c *AutoTagsSet) apply(tx *store.Tx) error {
 	ids := make([]string, len(c.Machines))
+	total := 0
 	for i, mr := range c.Machines {
 		ids[i] = mr.ID
+		if len(mr.Rules) > store.MaxTagDefinitions {
+			return store.Errorf(store.ErrInvalid, "machine %s: %d rule outcomes, more than the %d tags there can be", mr.ID, len(mr.Rules), store.MaxTagDefinitions)
+		}
+		if total += len(mr.Rules); total > maxAutoTagOutcomes {
+			return store.Errorf(store.ErrInvalid, "auto tags: more than %d rule outcomes in one command; split it", maxAutoTagOutcomes)
+		}
 		seen := map[string]bool{}
 		for _, r := range mr.Rules {
 			if err := store.ValidTagName(r.Tag); err != nil {
