@@ -64,7 +64,7 @@ func (s *Server) ServeImageFile(w http.ResponseWriter, r *http.Request) error {
 		}
 		var ok bool
 		if f, ok = im.File(r.PathValue("file")); !ok {
-			return store.Errorf(store.ErrNotFound, "image %s has no %s", im.Name, r.PathValue("file"))
+			return store.Errorf(store.ErrNotFound, "image %s has no %s", im.Name, store.Clip(r.PathValue("file")))
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -79,6 +80,11 @@ func classify(err error, more []Classifier) *Error {
 			return e
 		}
 	}
+	if errors.Is(err, context.Canceled) {
+		// The caller went away (a closed watch, a tab shut): nobody reads
+		// the answer, and it is not a fault of the node's. 499 as nginx.
+		return &Error{Status: 499, Code: "canceled", Message: "request canceled", cause: err}
+	}
 	if k, ok := kinds[store.Code(err)]; ok {
 		msg := store.Public(err)
 		if msg == "" {
@@ -130,7 +136,9 @@ type Failer struct {
 
 // Fail answers {error: {code, message}} with the error's status and logs
 // the cause with the route and the request ID: at Error for a server
-// fault, at Debug for a refusal the caller caused.
+// fault, at Debug for a refusal the caller caused. Every cause is logged,
+// so a cause must never carry a request's body or a secret: wrap the
+// error that describes it, not the data.
 func (f *Failer) Fail(c *gin.Context, err error) {
 	e := classify(err, f.Classifiers)
 	level := slog.LevelDebug

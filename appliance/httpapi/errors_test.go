@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ func TestFailSaysOnlyThePublicText(t *testing.T) {
 		"bare sentinel":  {fmt.Errorf("lookup %v: %w", secret, store.ErrNotFound), 404, "not_found", "not found"},
 		"classifier":     {fmt.Errorf("apply: %w", errNoLeader), 503, "no_leader", "no leader; retry"},
 		"internal":       {fmt.Errorf("read: %w", secret), 500, "internal", "internal error (logged on the node)"},
+		"caller left":    {fmt.Errorf("watch: %w", context.Canceled), 499, "canceled", "request canceled"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

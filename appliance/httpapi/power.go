@@ -71,9 +71,13 @@ func (s *Server) runAndRespond(c *gin.Context, m store.Machine, j store.Job) err
 	defer cancel()
 	done, err := s.cfg.Jobs.Wait(ctx, id)
 	job := wireJob(done)
-	if err != nil {
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Still running: the caller follows it with GET …/jobs.
 		c.JSON(http.StatusAccepted, job)
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	if done.Error != "" {
 		// The error shape with the job beside it: not Fail's, which

@@ -183,10 +183,10 @@ func (s *Server) router() (*gin.Engine, error) {
 		requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).Inc()
 	}, RequestID)
 	r.NoRoute(s.failer.Handle(func(c *gin.Context) error {
-		return Errorf(http.StatusNotFound, "not_found", "no such endpoint: %s", c.Request.URL.Path)
+		return Errorf(http.StatusNotFound, "not_found", "no such endpoint: %s", store.Clip(c.Request.URL.Path))
 	}))
 	r.NoMethod(s.failer.Handle(func(c *gin.Context) error {
-		return Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", c.Request.Method, c.Request.URL.Path)
+		return Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", store.Clip(c.Request.Method), store.Clip(c.Request.URL.Path))
 	}))
 	for _, rt := range s.routes() {
 		r.Handle(rt.Method, rt.Path, append(s.middleware(rt.Auth), s.failer.Handle(rt.handler))...)

@@ -217,6 +217,13 @@ func TestFailureIsPublicAndCauseLogged(t *testing.T) {
 	if strings.Contains(j.Error, cause) || strings.Contains(j.Error, power.ErrAuth.Error()) {
 		t.Errorf("the record carries the driver's error: %q", j.Error)
 	}
+	// Neither the password tried nor the BMC's own reaches the log, the
+	// record or the events.
+	for _, pw := range []string{"pw-Wrong-3", "pw-Right-3"} {
+		if strings.Contains(logs.String(), pw) || strings.Contains(j.Error, pw) || strings.Contains(fmt.Sprint(events), pw) {
+			t.Errorf("password %q reached the log, the job record or an event", pw)
+		}
+	}
 }
 
 // The public reason comes from the error's class, never from its text.
