@@ -48,7 +48,9 @@ type Error struct {
 }
 
 // Errorf makes an Error of one of the sentinel kinds. The format may wrap
-// another error with %w (it stays reachable by errors.Is and errors.As).
+// another error with %w (it stays reachable by errors.Is and errors.As);
+// its text becomes part of the public message, so wrap only an error
+// written for the operator (ipam.ErrFull), never a cause from I/O.
 func Errorf(kind error, format string, a ...any) error {
 	e := fmt.Errorf(format, a...)
 	return &Error{kind: kind, msg: e.Error(), wrapped: errors.Unwrap(e)}

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -11,6 +9,9 @@ import (
 // the store keeps the operator's text as written, so that `layout show`
 // gives back the file that was added).
 
+// Made by the first layout written (putNamed), not at Open: a store with
+// no layouts then holds the buckets an older node's does, and the two hash
+// alike during a rolling upgrade.
 var bucketLayouts = []byte("layouts")
 
 // TableLayouts names the layout table for blocking queries.
@@ -27,48 +28,19 @@ type Layout struct {
 
 // Layout returns one layout.
 func (t *Tx) Layout(name string) (Layout, error) {
-	var l Layout
-	if err := t.getJSON(bucketLayouts, name, &l); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return l, Errorf(ErrNotFound, "layout %q", name)
-		}
-		return l, fmt.Errorf("layout %q: %w", name, err)
-	}
-	return l, nil
+	return getNamed[Layout](t, bucketLayouts, "layout", name)
 }
 
 // Layouts lists layouts by name.
-func (t *Tx) Layouts() ([]Layout, error) {
-	var out []Layout
-	err := forEachJSON(t, bucketLayouts, "", func(_ string, l *Layout) error {
-		out = append(out, *l)
-		return nil
-	})
-	return out, err
-}
+func (t *Tx) Layouts() ([]Layout, error) { return listNamed[Layout](t, bucketLayouts) }
 
 // PutLayout writes a layout record.
 func (t *Tx) PutLayout(l Layout) error {
 	l.Index = t.Index
-	if err := t.putJSON(bucketLayouts, l.Name, l); err != nil {
-		return err
-	}
-	if err := t.logChange(TableLayouts, l.Name, OpPut); err != nil {
-		return err
-	}
-	return t.touch(TableLayouts)
+	return t.putNamed(bucketLayouts, TableLayouts, l.Name, l)
 }
 
 // DeleteLayout removes a layout record.
 func (t *Tx) DeleteLayout(name string) error {
-	if _, err := t.Layout(name); err != nil {
-		return err
-	}
-	if err := t.del(bucketLayouts, name); err != nil {
-		return err
-	}
-	if err := t.logChange(TableLayouts, name, OpDelete); err != nil {
-		return err
-	}
-	return t.touch(TableLayouts)
+	return t.deleteNamed(bucketLayouts, TableLayouts, "layout", name)
 }

@@ -42,7 +42,7 @@ var (
 		bucketMachineByStat, bucketMachineByName, bucketMachineByKey, bucketMachineByIP,
 		bucketInventory, bucketEvents, bucketCluster, bucketNet, bucketAddresses, bucketAddrByMac,
 		bucketChanges, bucketLeases, bucketLeaseByMAC, bucketLeaseBlocks, bucketSeen,
-		bucketImages, bucketJobs, bucketLayouts,
+		bucketImages, bucketJobs,
 	}
 )
 
