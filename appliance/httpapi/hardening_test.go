@@ -414,6 +414,7 @@ func TestBMCRequestLimits(t *testing.T) {
 		"50,000 settings":      {Driver: "ipmi", Address: "127.0.0.1", Settings: settings},
 		"escape in a setting":  {Driver: "ipmi", Address: "127.0.0.1", Settings: map[string]string{"cipher": "\x1b[31m"}},
 		"300-character driver": {Driver: strings.Repeat("d", 300), Address: "127.0.0.1"},
+		"userinfo in address":  {Driver: "redfish", Address: "https://root:ppppp-pw@10.0.0.5"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := stateOf(n)

@@ -154,6 +154,11 @@ func checkBMCRequest(r wire.BMCRequest) error {
 			return inventoryRefusal(err)
 		}
 	}
+	if strings.Contains(r.Address, "@") {
+		// user:password@host would put a credential where every job
+		// record, event, answer and log line shows the address.
+		return BadRequest("address must not carry a user or password (user@host): give them as user and password")
+	}
 	if len(r.Settings) > maxBMCSettings {
 		return BadRequest("settings: %d entries is more than the %d allowed", len(r.Settings), maxBMCSettings)
 	}

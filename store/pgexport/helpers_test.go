@@ -193,10 +193,12 @@ func (f *fleet) dhcpImagesJobs(t testing.TB) {
 	f.tagsRacks(t)
 }
 
-// tagsRacks gives the fleet a rule tag evaluated over it, a manual tag on
+// tagsRacks gives the fleet a layout, a rule tag (naming it) evaluated over it, a manual tag on
 // two machines, and racks with machines placed in them.
 func (f *fleet) tagsRacks(t testing.TB) {
 	t.Helper()
+	f.apply(t, &raftfsm.LayoutPut{Layout: raftfsm.Layout{Name: "gpu-bond", Created: f.tick(),
+		JSON: `{"interfaces": [{"type": "physical", "select": "boot", "links": [{"subnet": "boot", "mode": "auto"}]}]}`}})
 	f.putTag(t, raftfsm.Tag{Name: "gpu", Match: `{{ gt .Node.GPUs 0 }}`, CloudConfig: "#cloud-config\npackages: [nvidia-driver]\n",
 		Overlays: []string{"gres"}, Layout: "gpu-bond", Comment: "GPU nodes"})
 	now := f.tick()
