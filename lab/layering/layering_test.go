@@ -158,7 +158,9 @@ var rules = map[string]rule{
 	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/sysinit"}},
 
 	// Programs and labs at the edge.
-	"images/commissioning/build": {why: "builds the image by running go build and apt-get: imports nothing of the module", tests: []string{"lab/testenv"}},
+	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
+	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
+	"images/initramfs":           {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
 	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
 	"lab/layering":               {why: "this test: reads the module through go list"},
 	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/testenv"}},
