@@ -31,16 +31,30 @@ type Kernel struct {
 // Fetch downloads pkg (a metapackage is followed to the kernel it depends
 // on) into cache unless it is there, and extracts it under dir.
 func Fetch(pkg, cache, dir string) (*Kernel, error) {
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return nil, err
-	}
-	deb, kpkg, err := packageDeb(pkg, cache)
+	deb, kpkg, err := Resolve(pkg, cache)
 	if err != nil {
 		return nil, err
 	}
+	return Extract(deb, kpkg, dir)
+}
+
+// Resolve downloads pkg into cache unless it is there, following a
+// metapackage to the versioned kernel package; it returns the .deb and the
+// kernel package's name. The file name carries the version, so it can key
+// a cache of what is built from it.
+func Resolve(pkg, cache string) (deb, kernelPackage string, err error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", "", err
+	}
+	return packageDeb(pkg, cache)
+}
+
+// Extract unpacks the kernel package deb (named kernelPackage) under dir.
+func Extract(deb, kernelPackage, dir string) (*Kernel, error) {
 	if err := run("", "dpkg-deb", "-x", deb, dir); err != nil {
 		return nil, err
 	}
+	kpkg := kernelPackage
 	version := strings.TrimPrefix(kpkg, "linux-image-")
 	version = strings.TrimSuffix(version, "-unsigned")
 	k := &Kernel{Package: kpkg, Version: version, Deb: deb, Root: dir,
