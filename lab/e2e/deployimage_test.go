@@ -108,8 +108,9 @@ func (s *phoneHomeServer) guestURL() string {
 
 // nocloudSeed is the seed the deploy agent writes: meta-data, a multipart
 // user-data (the server's part with the hostname and phone_home, then the
-// operator's), network-config, and the datasource list.
-func nocloudSeed(instanceID, hostname, fqdn, phoneHome string, extra string) map[string][]byte {
+// operator's, extra), network-config (DHCP on the NIC with that MAC, named
+// eth0), and the datasource list.
+func nocloudSeed(instanceID, hostname, fqdn, phoneHome, mac, extra string) map[string][]byte {
 	merge := "Merge-Type: list(append)+dict(no_replace,recurse_list)+str()\n"
 	userData := "Content-Type: multipart/mixed; boundary=\"RC-SEED\"\nMIME-Version: 1.0\n\n" +
 		"--RC-SEED\nContent-Type: text/cloud-config; charset=\"utf-8\"\n" + merge + "\n" +
@@ -121,7 +122,7 @@ func nocloudSeed(instanceID, hostname, fqdn, phoneHome string, extra string) map
 	return map[string][]byte{
 		deployimage.SeedDir + "/meta-data":                  []byte("instance-id: " + instanceID + "\nlocal-hostname: " + fqdn + "\n"),
 		deployimage.SeedDir + "/user-data":                  []byte(userData),
-		deployimage.SeedDir + "/network-config":             []byte("version: 2\nethernets:\n  nic0:\n    match: {name: \"e*\"}\n    dhcp4: true\n"),
+		deployimage.SeedDir + "/network-config":             []byte("version: 1\nconfig:\n  - type: physical\n    name: eth0\n    mac_address: \"" + mac + "\"\n    subnets: [{type: dhcp}]\n"),
 		"/etc/cloud/cloud.cfg.d/99-rollcall-datasource.cfg": []byte("datasource_list: [NoCloud, None]\n"),
 	}
 }
@@ -146,11 +147,12 @@ func bootDeployImage(t *testing.T, img *deployimage.Image, fw vmFirmware) {
 		t.Fatal(err)
 	}
 	instanceID := "i-" + sfx + "-" + string(fw)
+	mac := fmt.Sprintf("52:54:00:%02x:%02x:%02x", b[0], b[1], b[2])
 	hostname := "tiny-" + sfx
 	fqdn := hostname + ".lab.example"
 	ns := newLabNS(t, "rc-dimg-"+sfx)
 	ph := startPhoneHome(t, ns)
-	if err := deployimage.WriteFiles(t.Context(), target, nocloudSeed(instanceID, hostname, fqdn, ph.guestURL(), "")); err != nil {
+	if err := deployimage.WriteFiles(t.Context(), target, nocloudSeed(instanceID, hostname, fqdn, ph.guestURL(), mac, "")); err != nil {
 		t.Fatal(err)
 	}
 	second := blankDisk(t, filepath.Join(dir, "second.raw"), 2<<30)
@@ -161,7 +163,7 @@ func bootDeployImage(t *testing.T, img *deployimage.Image, fw vmFirmware) {
 	}
 	decoySum := fileSum(t, decoy)
 
-	vm := startDeployVM(t, ns, deployVMOptions{Name: string(fw), Firmware: fw, Limit: 3 * time.Minute, Disks: []vmDisk{
+	vm := startDeployVM(t, ns, deployVMOptions{Name: string(fw), Firmware: fw, MAC: mac, Limit: 3 * time.Minute, Disks: []vmDisk{
 		{Path: target, Bus: "virtio", Serial: "RC-TARGET-1", Boot: true},
 		{Path: second, Bus: "nvme", Serial: "RC-NVME-BIG"},
 		{Path: decoy, Bus: "usb", Serial: "RC-USB-DECOY"},

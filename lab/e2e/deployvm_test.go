@@ -344,3 +344,8 @@ func blankDisk(t *testing.T, path string, size int64) string {
 	}
 	return path
 }
+
+// runCmd runs a tool and returns its combined output.
+func runCmd(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
