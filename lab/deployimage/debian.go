@@ -113,6 +113,7 @@ func (b *builder) buildDebian() (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	prune(b.opts.Dir, "debian-"+b.opts.Suite+"-", dir)
 	b.logf("%s: %d MiB, kernel %s, suite %s (qcow2 beside it)", final.Path, b.opts.Size>>20, version, b.opts.Suite)
 	return final, nil
 }

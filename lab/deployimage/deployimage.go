@@ -300,3 +300,14 @@ func publish(tmp, dir string, img *Image) (*Image, error) {
 	}
 	return &final, nil
 }
+
+// prune removes older builds of the same kind (their inputs changed: a new
+// kernel, a new tinyinit), keeping keep.
+func prune(dir, prefix, keep string) {
+	old, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+	for _, o := range old {
+		if o != keep && !strings.Contains(filepath.Base(o), ".tmp-") {
+			os.RemoveAll(o)
+		}
+	}
+}

@@ -139,6 +139,7 @@ func (b *builder) buildTiny() (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	prune(b.opts.Dir, "tiny-"+b.opts.RootFS+"-", dir)
 	b.logf("%s: %d MiB, kernel %s, initrd %.1f MB (%d modules)", final.Path, b.opts.Size>>20, k.Version, float64(initrd.Len())/1e6, len(files))
 	return final, nil
 }
