@@ -158,18 +158,27 @@ var rules = map[string]rule{
 	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/sysinit"}},
 
 	// Programs and labs at the edge.
-	"images/commissioning/build": {why: "builds the image by running go build and apt-get: imports nothing of the module", tests: []string{"lab/testenv"}},
+	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
+	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
+	"images/initramfs":           {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
 	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
 	"lab/layering":               {why: "this test: reads the module through go list"},
-	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/testenv"}},
-	"lab/fleet":                  {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
-	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
-	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
-	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
-	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
-	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
-	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
-	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
+	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/testenv"}},
+	"lab/deployimage": {why: "builds the deploy tests' disk images from Debian's kernel (as the commissioning image) and tinyinit",
+		imports: []string{"images/debkernel", "images/initramfs", "lab/deployimage/gpt"},
+		tests:   []string{"lab/testenv"}},
+	"lab/deployimage/gpt":              {why: "reads a GPT: a leaf", tests: []string{"lab/testenv"}},
+	"lab/deployimage/nocloud":          {why: "reads a NoCloud seed as cloud-init does: a leaf", tests: []string{"lab/testenv"}},
+	"lab/deployimage/tinyinit":         {why: "the deploy test image's init: the agent's PID 1 chores, the GPT and seed readers", imports: []string{"agent/sysinit", "lab/deployimage/gpt", "lab/deployimage/nocloud"}},
+	"lab/deployimage/cmd/deploy-image": {why: "the image builder's command", imports: []string{"lab/deployimage"}},
+	"lab/fleet":                        {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
+	"lab/baseline":                     {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
+	"lab/bench/dhcp":                   {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
+	"lab/bench/dhcp/replica":           {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
+	"lab/bench/export":                 {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
+	"lab/bench/http":                   {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
+	"lab/bench/ipam":                   {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
+	"lab/bench/machines":               {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
 	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "raftfsm/cluster", "store"}},
@@ -187,6 +196,10 @@ type edge struct {
 // not here, and when an entry here is no longer allowed or no longer against
 // the direction.
 var against = map[edge]string{
+	{"lab/deployimage", "images/debkernel", false}: "the deploy test image boots the kernel the commissioning image boots, " +
+		"fetched by the one piece of code that fetches it (both are programs at the edge)",
+	{"lab/deployimage", "images/initramfs", false}: "the deploy test image's initrd is written by the commissioning image's " +
+		"reproducible writer",
 	{"raftfsm", "ipam", false}: "a service importing a service: Apply runs the network model's checks " +
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
