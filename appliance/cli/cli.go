@@ -55,6 +55,11 @@ Network (fabric → VLAN → subnet → ranges, addresses):
   rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR
   (every list and show takes -json)
 
+Interfaces (layouts: physical, bond, vlan; NICs by selectors):
+  rollcall layout add NAME FILE.json [-comment T] | set NAME FILE.json | rm NAME | list | show NAME
+  rollcall net set ID|NAME [-layout L] [-static IFACE=ADDR ...] [-no-static]   -layout "" clears it
+  rollcall net show ID|NAME [-json]    the plan: layout and why, NICs chosen, addresses, network-config, udev rules
+
 Boot images:
   rollcall image import NAME -kernel F -initrd F [-squashfs F]   upload to one node; the others fetch and verify
   rollcall image list [-json] | rm NAME
@@ -117,6 +122,9 @@ var verbs = map[string]verb{
 	"fabric": {run: network("fabric")},
 	"vlan":   {run: network("vlan")},
 	"subnet": {run: network("subnet")},
+	// layout.go, net.go
+	"layout": {run: cmdLayout},
+	"net":    {run: cmdNet},
 	"range":  {run: network("range")},
 	"ip":     {run: network("ip")},
 }
