@@ -54,6 +54,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecords -fuzztime 30s ./store/
 	$(GO) test -run '^$$' -fuzz FuzzParseSMBIOS -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzParseLLDPFrame -fuzztime 30s ./agent/collect/
+	$(GO) test -run '^$$' -fuzz FuzzParseChecksums -fuzztime 30s ./appliance/oscatalog/
+	$(GO) test -run '^$$' -fuzz FuzzDetect -fuzztime 30s ./appliance/oscatalog/
 
 clean:
 	rm -rf bin

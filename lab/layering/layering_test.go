@@ -139,6 +139,10 @@ var rules = map[string]rule{
 	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
 		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
 		imports: []string{"raftfsm", "store", "tftp"}},
+	"appliance/oscatalog": {why: "the OS image catalog's sync, import and prune: reads the store, writes blobs through bootfiles' blob store, " +
+		"proposes raftfsm's OS commands through a cluster interface it declares",
+		imports: []string{"appliance/bootfiles", "raftfsm", "store"},
+		tests:   []string{"lab/testenv", "raftfsm/fsmtest"}},
 	"appliance/wire": {why: "the API's request and answer types, written field by field: the model's plain types and nothing else, so every client can use them",
 		imports: []string{"store/inventory"}},
 	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
