@@ -432,11 +432,11 @@ func TestSyncFaults(t *testing.T) {
 			f.publish("debian-13", qcow2Of(t, rawDisk(3)))
 			f.mirror.set(img, qcow2Of(t, rawDisk(4)))
 		}, "checksum mismatch"},
-		"a backing file":         {func() { f.publish("debian-13", backing) }, "has a backing file"},
-		"an external data file":  {func() { f.publish("debian-13", external) }, "external data file"},
-		"not a disk image":       {func() { f.publish("debian-13", []byte("<html>mirror maintenance</html>")) }, "not a disk image"},
-		"a gzip":                 {func() { f.publish("debian-13", []byte("\x1f\x8b\x08\x00rest")) }, "gzip images are not accepted"},
-		"a 404 checksum file":    {func() { f.mirror.mu.Lock(); delete(f.mirror.files, "/debian/latest/SHA512SUMS"); f.mirror.mu.Unlock() }, "checksum file answered 404"},
+		"a backing file":        {func() { f.publish("debian-13", backing) }, "has a backing file"},
+		"an external data file": {func() { f.publish("debian-13", external) }, "external data file"},
+		"not a disk image":      {func() { f.publish("debian-13", []byte("<html>mirror maintenance</html>")) }, "not a disk image"},
+		"a gzip":                {func() { f.publish("debian-13", []byte("\x1f\x8b\x08\x00rest")) }, "gzip images are not accepted"},
+		"a 404 checksum file":   {func() { f.mirror.mu.Lock(); delete(f.mirror.files, "/debian/latest/SHA512SUMS"); f.mirror.mu.Unlock() }, "checksum file answered 404"},
 		"a file it does not list": {func() {
 			f.mirror.set("/debian/latest/SHA512SUMS", []byte(sha512Hex([]byte("x"))+"  debian-12-genericcloud-amd64.qcow2\n"))
 		}, `does not list "debian-13-genericcloud-amd64.qcow2"`},

@@ -29,9 +29,15 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.cause }
 
-func invalid(msg string, cause error) error  { return &Error{Kind: "invalid", Message: msg, cause: cause} }
-func upstream(msg string, cause error) error { return &Error{Kind: "upstream", Message: msg, cause: cause} }
-func internal(msg string, cause error) error { return &Error{Kind: "internal", Message: msg, cause: cause} }
+func invalid(msg string, cause error) error {
+	return &Error{Kind: "invalid", Message: msg, cause: cause}
+}
+func upstream(msg string, cause error) error {
+	return &Error{Kind: "upstream", Message: msg, cause: cause}
+}
+func internal(msg string, cause error) error {
+	return &Error{Kind: "internal", Message: msg, cause: cause}
+}
 
 // fetchFailure words a download's failure for the operator, from what
 // this package and net/http say, never from the cause's own text.
