@@ -112,6 +112,14 @@ var conversions = []conversion{
 	written(wirePart),
 	written(wireExportStats),
 	written(wireExportStatus),
+	written(wireOSImage).nesting(map[string]string{"versions": "wire.OSVersion, by wireOSVersion"}),
+	written(func(v store.OSVersion) wire.OSVersion { return wireOSVersion(v, "") }).
+		leaving(map[string]string{"file": "its sha256 and size, flattened"}).
+		adding(map[string]string{"sha256": "the file's", "size": "the file's", "current": "whether the name's current is this version"}),
+	written(wireOSSync).leaving(map[string]string{
+		"until": "when the holder's claim lapses: the node's business; running says whether it holds",
+		"index": "the change index is the list's",
+	}).adding(map[string]string{"running": "whether a sync holds the claim now"}),
 }
 
 // The wire types are written, not inherited (STYLE.md 20): a field added to
@@ -205,6 +213,10 @@ var unconverted = map[string]string{
 	"SubnetView": "wire types composed", "SubnetList": "wire types composed", "SubnetDetail": "wire types composed",
 	"RangeList": "wire types composed", "AddressList": "wire types composed", "ImageList": "wire types composed",
 	"JobList": "wire types composed", "DriverList": "wire types composed",
+	"OSList": "wire types composed", "OSResult": "wire types composed", "OSStreamLine": "wire types composed",
+	"OSSyncRequest": "a request decoded field by field into oscatalog.SyncRequest", "OSPromoteRequest": "one version name",
+	"OSProgress":   "oscatalog.Progress (not a record) copied field by field in osStream.progress",
+	"OSSyncResult": "oscatalog.NameResult (not a record) copied field by field in postOSSync",
 }
 
 // Every wire type is written by a conversion above, or is named in

@@ -120,14 +120,14 @@ var rules = map[string]rule{
 	// The node.
 	"appliance": {why: "the package map of the node's sub-packages: documentation only, no code"},
 	"appliance/node": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/pki", "appliance/wire",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/oscatalog", "appliance/pki", "appliance/wire",
 			"dhcp", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/pgexport", "tftp"},
 		tests: []string{"appliance/nodetest", "lab/testenv", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only, which runs the command line", imports: []string{"appliance/cli"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
 		tests: []string{"appliance/nodetest", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
