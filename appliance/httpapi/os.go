@@ -309,7 +309,18 @@ func (s *Server) postOSImport(c *gin.Context) error {
 		return BadRequest("file: at most 255 bytes")
 	}
 	st := &osStream{c: c}
-	v, err := cat.Import(c.Request.Context(), req, st.progress)
+	progress := st.progress
+	if req.Body != nil {
+		// HTTP/1.1 loses the rest of a request body once the answer has
+		// begun: nothing is written while the upload arrives (the client
+		// shows its own upload progress), the stream starts after it.
+		progress = func(p oscatalog.Progress) {
+			if p.Step != "upload" {
+				st.progress(p)
+			}
+		}
+	}
+	v, err := cat.Import(c.Request.Context(), req, progress)
 	if err != nil {
 		return st.finish(s, nil, err)
 	}

@@ -221,11 +221,11 @@ func (c *Catalog) Import(ctx context.Context, req ImportRequest, progress func(P
 // convert (qcow2), compress. The version's name, source and upstream are
 // the caller's.
 func (c *Catalog) build(ctx context.Context, src, dir string, progress func(Progress)) (store.OSVersion, error) {
-	report(progress, Progress{Step: "inspect", State: "running"})
 	d, err := detect(src)
 	if err != nil {
 		return store.OSVersion{}, err
 	}
+	report(progress, Progress{Step: "inspect", State: "running", Message: d.Format})
 	info, err := c.inspect(ctx, src, d.Format)
 	if err != nil {
 		return store.OSVersion{}, err

@@ -129,7 +129,7 @@ var rules = map[string]rule{
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text",
 		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
-		tests: []string{"appliance/nodetest", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
+		tests: []string{"appliance/nodetest", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
 		imports: []string{"appliance/node", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
 	"appliance/connlimit": {why: "connection limits for the node's HTTP servers: a leaf"},
