@@ -16,3 +16,8 @@
 // replicated store (raftfsm.OSSyncStart) never twice at once, nor again
 // after a leader change before its interval has passed.
 package oscatalog
+
+// Not done yet (issue 18, h-oscatalog): the console's and the web UI's
+// "OS images" pages, the os_images/os_versions tables of the PostgreSQL
+// export, and the serving benchmark against nginx. The REST API and the
+// CLI are complete.
