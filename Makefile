@@ -64,6 +64,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseLLDPFrame -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./lab/deployimage/gpt/
 	$(GO) test -run '^$$' -fuzz FuzzParseUserData -fuzztime 30s ./lab/deployimage/nocloud/
+	$(GO) test -run '^$$' -fuzz FuzzParseChecksums -fuzztime 30s ./appliance/oscatalog/
+	$(GO) test -run '^$$' -fuzz FuzzDetect -fuzztime 30s ./appliance/oscatalog/
 
 clean:
 	rm -rf bin

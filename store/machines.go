@@ -59,15 +59,24 @@ const (
 )
 
 // Transitions lists, for each state, the states a machine may move to.
-// Later states (deploying, deployed, stateless, …) extend this table.
+// Later states (stateless, …) extend this table. A deployment
+// (deployjobs.go): ready → deploying → deployed or deploy-failed (back to
+// ready when cancelled before it wrote); deployed and deploy-failed →
+// releasing → ready (a failed release → deploy-failed; one cancelled
+// before it wiped → the state it left); re-commissioning takes a deployed
+// or failed machine back to new.
 var Transitions = map[string][]string{
 	StateNew:           {StateCommissioning, StateReady},
 	StateCommissioning: {StateReady, StateNew},
-	StateReady:         {StateNew},
+	StateReady:         {StateNew, StateDeploying},
+	StateDeploying:     {StateDeployed, StateDeployFailed, StateReady},
+	StateDeployed:      {StateReleasing, StateNew},
+	StateDeployFailed:  {StateReleasing, StateNew},
+	StateReleasing:     {StateReady, StateDeployFailed, StateDeployed},
 }
 
 // States lists the known states in lifecycle order.
-var States = []string{StateNew, StateCommissioning, StateReady}
+var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing}
 
 // CheckTransition fails with the current state and the allowed ones when
 // from → to is not a permitted move.

@@ -64,6 +64,12 @@ Boot images:
   rollcall image import NAME -kernel F -initrd F [-squashfs F]   upload to one node; the others fetch and verify
   rollcall image list [-json] | rm NAME
 
+OS images (the catalog deployments write to disk):
+  rollcall os list [-json]                               versions, current, sizes, hashes, nodes holding each
+  rollcall os sync [NAME…] [-force]                      fetch os_sources' checksum files; download what changed
+  rollcall os import NAME FILE|URL [-family debian|rhel] a qcow2 or raw image, uploaded or fetched by the node
+  rollcall os promote NAME VERSION | rm NAME VERSION
+
 Export:
   rollcall export postgres -dsn URL [-schema rollcall] [-data DIR]   copy the store into PostgreSQL
   rollcall export status                                             the continuous mirror's position and lag
@@ -116,6 +122,7 @@ var verbs = map[string]verb{
 	"bmc":     {run: cmdBMC},
 	// image.go, export.go, boottoken.go
 	"image":      {run: cmdImage},
+	"os":         {run: cmdOS}, // os.go
 	"export":     {run: cmdExport},
 	"boot-token": {run: cmdBootToken},
 	// network.go

@@ -114,6 +114,14 @@ var conversions = []conversion{
 	written(wireExportStats),
 	written(wireExportStatus),
 	written(wireLayout),
+	written(wireOSImage).nesting(map[string]string{"versions": "wire.OSVersion, by wireOSVersion"}),
+	written(func(v store.OSVersion) wire.OSVersion { return wireOSVersion(v, "") }).
+		leaving(map[string]string{"file": "its sha256 and size, flattened"}).
+		adding(map[string]string{"sha256": "the file's", "size": "the file's", "current": "whether the name's current is this version"}),
+	written(wireOSSync).leaving(map[string]string{
+		"until": "when the holder's claim lapses: the node's business; running says whether it holds",
+		"index": "the change index is the list's",
+	}).adding(map[string]string{"running": "whether a sync holds the claim now"}),
 }
 
 // The wire types are written, not inherited (STYLE.md 20): a field added to
@@ -211,6 +219,10 @@ var unconverted = map[string]string{
 	"LayoutDoc": "a request: the layout's file, which ipam/layout parses (TestLayoutDocIsTheLayoutShape)", "LayoutInterface": "part of LayoutDoc",
 	"LayoutBond": "part of LayoutDoc", "LayoutLink": "part of LayoutDoc",
 	"NetworkPlan": "written by wireNetworkPlan from a layout.Plan (TestNetworkPlanAnswer)", "PlanChoice": "part of NetworkPlan", "PlanAddress": "part of NetworkPlan",
+	"OSList": "wire types composed", "OSResult": "wire types composed", "OSStreamLine": "wire types composed",
+	"OSSyncRequest": "a request decoded field by field into oscatalog.SyncRequest", "OSPromoteRequest": "one version name",
+	"OSProgress":   "oscatalog.Progress (not a record) copied field by field in osStream.progress",
+	"OSSyncResult": "oscatalog.NameResult (not a record) copied field by field in postOSSync",
 }
 
 // Every wire type is written by a conversion above, or is named in

@@ -13,10 +13,14 @@ const (
 	StateNew           = "new"
 	StateCommissioning = "commissioning"
 	StateReady         = "ready"
+	StateDeploying     = "deploying"
+	StateDeployed      = "deployed"
+	StateDeployFailed  = "deploy-failed"
+	StateReleasing     = "releasing"
 )
 
 // States are the machine states in lifecycle order.
-var States = []string{StateNew, StateCommissioning, StateReady}
+var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing}
 
 // EnlistRequest is POST /api/v1/enlist: a commissioning agent's first
 // contact, before it has an inventory. The node finds the machine by UUID,
