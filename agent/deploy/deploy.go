@@ -176,16 +176,24 @@ func (u *runner) run(ctx context.Context) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	u.started = true
-	n, err := wipeSignatures(t)
-	if err != nil {
-		return err
-	}
-	u.rep.done(fmt.Sprintf("disk %s (serial %q): signatures of %d partitions and both ends wiped", dev.Name, dev.Serial, n))
 	if u.job.Kind == KindRelease {
+		if err := u.wipe(); err != nil {
+			return err
+		}
 		return u.release(ctx)
 	}
 	return u.deploy(ctx)
+}
+
+// wipe clears the disk's signatures: the first write to it.
+func (u *runner) wipe() error {
+	u.started = true
+	n, err := wipeSignatures(u.t)
+	if err != nil {
+		return err
+	}
+	u.rep.done(fmt.Sprintf("disk %s (serial %q): signatures of %d partitions and both ends wiped", u.t.dev.Name, u.t.dev.Serial, n))
+	return nil
 }
 
 func (u *runner) release(ctx context.Context) error {
@@ -203,18 +211,28 @@ func (u *runner) release(ctx context.Context) error {
 }
 
 func (u *runner) deploy(ctx context.Context) error {
+	// The download starts before the wipe: an image in a format the agent
+	// does not write is refused before the disk is touched.
 	im := u.job.Image
-	u.rep.begin(StepDownload, im.Size, im.URL)
 	body, err := u.openImage(ctx)
 	if err != nil {
 		return err
 	}
-	u.rep.done("")
 	var st writeStats
+	s, err := openStream(body, im, &st)
+	if err != nil {
+		return err
+	}
+	if err := u.wipe(); err != nil {
+		s.body.Close()
+		return err
+	}
+	u.rep.begin(StepDownload, im.Size, im.URL)
+	u.rep.done(fmt.Sprintf("%s, %d bytes", s.format, im.Size))
 	u.rep.begin(StepWrite, im.RawSize, "")
 	u.rep.track(&st.raw)
 	start := time.Now()
-	if err := writeImage(ctx, u.t, body, im, &st); err != nil {
+	if err := writeImage(ctx, u.t, s, im, &st); err != nil {
 		if errors.Is(err, ErrVerify) {
 			u.rep.set(StepVerify)
 		}
@@ -366,9 +384,12 @@ type reporter struct {
 	srv    Server
 	log    *slog.Logger
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards cur and count
 	cur   Progress
 	count *atomic.Int64
+	// postMu keeps reports in order: a periodic one taken before a step
+	// ended is not sent after the step's own "done".
+	postMu sync.Mutex
 
 	quit chan struct{}
 	wg   sync.WaitGroup
@@ -387,12 +408,14 @@ func newReporter(ctx context.Context, srv Server, every time.Duration, log *slog
 			case <-r.quit:
 				return
 			case <-tick.C:
+				r.postMu.Lock()
 				r.mu.Lock()
 				p := r.snapshot()
 				r.mu.Unlock()
 				if p.State == StateRunning {
-					r.post(p)
+					r.send(p)
 				}
+				r.postMu.Unlock()
 			}
 		}
 	}()
@@ -414,12 +437,14 @@ func (r *reporter) step() string {
 }
 
 func (r *reporter) begin(step string, total int64, msg string) {
+	r.postMu.Lock()
+	defer r.postMu.Unlock()
 	r.mu.Lock()
 	r.cur, r.count = Progress{Step: step, State: StateRunning, Total: total, Message: msg}, nil
 	p := r.cur
 	r.mu.Unlock()
 	r.log.Info("step", "step", step, "state", StateRunning)
-	r.post(p)
+	r.send(p)
 }
 
 // track makes the periodic reports carry n as the step's bytes.
@@ -437,6 +462,8 @@ func (r *reporter) set(step string) {
 }
 
 func (r *reporter) done(msg string) {
+	r.postMu.Lock()
+	defer r.postMu.Unlock()
 	r.mu.Lock()
 	p := r.snapshot()
 	p.State, p.Message = StateDone, msg
@@ -446,10 +473,11 @@ func (r *reporter) done(msg string) {
 	r.cur, r.count = p, nil
 	r.mu.Unlock()
 	r.log.Info("step", "step", p.Step, "state", StateDone, "message", msg)
-	r.post(p)
+	r.send(p)
 }
 
-func (r *reporter) post(p Progress) {
+// send posts one report; the caller holds postMu.
+func (r *reporter) send(p Progress) {
 	var rep ProgressReply
 	if err := r.srv.Do(r.parent, http.MethodPost, PathProgress, p, &rep); err != nil {
 		r.log.Warn("progress report not delivered", "step", p.Step, "err", err)

@@ -71,23 +71,50 @@ type block struct {
 	off int64
 }
 
-// writeImage streams body onto the disk: SHA-256 of the bytes as served,
-// the decoder the magic bytes pick, SHA-256 of the raw image, large aligned
-// writes. Stages run in their own goroutines, so decoding, hashing and
-// writing overlap. It checks sizes and both hashes at the end and returns
-// an ErrVerify error on any difference; the caller then zeroes the tables.
-// Nothing of the image is held in memory but the blocks in flight.
-func writeImage(ctx context.Context, t *target, body io.ReadCloser, im Image, st *writeStats) error {
-	defer body.Close()
-	hc := sha256.New()
-	cr := &hashCounter{r: body, h: hc, n: &st.compressed, max: im.Size}
-	br := bufio.NewReaderSize(cr, 1<<20)
-	head, err := br.Peek(8)
+// stream is the image download, its first bytes looked at: the format is
+// known before anything is written.
+type stream struct {
+	body   io.ReadCloser
+	hc     hash.Hash
+	cr     *hashCounter
+	br     *bufio.Reader
+	format string
+}
+
+// openStream wraps body (SHA-256 and a count of the bytes as served) and
+// reads its magic bytes. A format the agent does not write is refused here,
+// before the disk is touched.
+func openStream(body io.ReadCloser, im Image, st *writeStats) (*stream, error) {
+	s := &stream{body: body, hc: sha256.New()}
+	s.cr = &hashCounter{r: body, h: s.hc, n: &st.compressed, max: im.Size}
+	s.br = bufio.NewReaderSize(s.cr, 1<<20)
+	head, err := s.br.Peek(8)
 	if len(head) < 4 {
-		return fmt.Errorf("%w: the stream ended after %d bytes (%v)", ErrVerify, len(head), err)
+		body.Close()
+		return nil, fmt.Errorf("%w: the stream ended after %d bytes (%v)", ErrVerify, len(head), err)
 	}
-	format := DetectFormat(head)
-	st.format.Store(format)
+	s.format = DetectFormat(head)
+	st.format.Store(s.format)
+	switch s.format {
+	case FormatZstd, FormatGzip, FormatRaw:
+		return s, nil
+	case FormatQcow2:
+		body.Close()
+		return nil, fmt.Errorf("%w: the image is qcow2 (its magic bytes say so); the server must convert it to raw (qemu-img convert) before deploying", ErrFormat)
+	}
+	body.Close()
+	return nil, fmt.Errorf("%w: the image is %s; want zstd, gzip or raw", ErrFormat, s.format)
+}
+
+// writeImage streams the image onto the disk: the decoder the magic bytes
+// picked, SHA-256 of the raw image, large aligned writes. Stages run in
+// their own goroutines, so the download, decoding, hashing and writing
+// overlap. It checks sizes and both hashes at the end and returns an
+// ErrVerify error on any difference; the caller then zeroes the tables.
+// Nothing of the image is held in memory but the blocks in flight.
+func writeImage(ctx context.Context, t *target, s *stream, im Image, st *writeStats) error {
+	body, hc, cr, br, format := s.body, s.hc, s.cr, s.br, s.format
+	defer body.Close()
 	var src io.Reader
 	switch format {
 	case FormatZstd:
@@ -103,12 +130,8 @@ func writeImage(ctx context.Context, t *target, body io.ReadCloser, im Image, st
 			return fmt.Errorf("%w: gzip header: %v", ErrVerify, err)
 		}
 		src = g
-	case FormatRaw:
-		src = br
-	case FormatQcow2:
-		return fmt.Errorf("%w: the image is qcow2 (its magic bytes say so); the server must convert it to raw (qemu-img convert) before deploying", ErrFormat)
 	default:
-		return fmt.Errorf("%w: the image is %s; want zstd, gzip or raw", ErrFormat, format)
+		src = br
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)

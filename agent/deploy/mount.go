@@ -16,17 +16,19 @@ import (
 // device-mapper for LVM, and works the same on a disk and on a file in a
 // test. The loop device clears itself when the last user (the mount) goes.
 
-// loopAttach makes a loop device over backing at [off, off+size).
-func loopAttach(devDir string, backing *os.File, off, size int64) (string, error) {
+// loopAttach makes a loop device over backing at [off, off+size). The
+// device is set to clear itself at its last close: the caller closes the
+// returned file once the mount holds the device.
+func loopAttach(devDir string, backing *os.File, off, size int64) (string, *os.File, error) {
 	ctl, err := os.OpenFile(filepath.Join(devDir, "loop-control"), os.O_RDWR, 0)
 	if err != nil {
-		return "", fmt.Errorf("loop devices: %w (is the loop module loaded?)", err)
+		return "", nil, fmt.Errorf("loop devices: %w (is the loop module loaded?)", err)
 	}
 	defer ctl.Close()
 	for attempt := 0; attempt < 8; attempt++ {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
-			return "", fmt.Errorf("loop devices: no free one: %w", err)
+			return "", nil, fmt.Errorf("loop devices: no free one: %w", err)
 		}
 		path := filepath.Join(devDir, fmt.Sprintf("loop%d", n))
 		var f *os.File
@@ -38,30 +40,30 @@ func loopAttach(devDir string, backing *os.File, off, size int64) (string, error
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err != nil {
-			return "", fmt.Errorf("open %s: %w", path, err)
+			return "", nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		cfg := unix.LoopConfig{Fd: uint32(backing.Fd())}
 		cfg.Info.Offset, cfg.Info.Sizelimit = uint64(off), uint64(size)
 		cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
-		err = unix.IoctlLoopConfigure(int(f.Fd()), &cfg)
-		f.Close() // AUTOCLEAR: the device lives while something (the mount) holds it
-		if errors.Is(err, unix.EBUSY) {
-			continue // another process took it between GET_FREE and CONFIGURE
+		if err := unix.IoctlLoopConfigure(int(f.Fd()), &cfg); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EBUSY) {
+				continue // another process took it between GET_FREE and CONFIGURE
+			}
+			return "", nil, fmt.Errorf("configure %s: %w", path, err)
 		}
-		if err != nil {
-			return "", fmt.Errorf("configure %s: %w", path, err)
-		}
-		return path, nil
+		return path, f, nil
 	}
-	return "", errors.New("loop devices: every free one was taken first")
+	return "", nil, errors.New("loop devices: every free one was taken first")
 }
 
 // mountVolume mounts the file system at [off, off+size) of the disk on dir.
 func mountVolume(devDir string, disk *os.File, off, size int64, fstype, dir string, readOnly bool) error {
-	loop, err := loopAttach(devDir, disk, off, size)
+	loop, lf, err := loopAttach(devDir, disk, off, size)
 	if err != nil {
 		return err
 	}
+	defer lf.Close() // the mount holds the device from here; on failure this clears it
 	var flags uintptr = unix.MS_NOSUID | unix.MS_NODEV
 	if readOnly {
 		flags |= unix.MS_RDONLY
@@ -74,12 +76,6 @@ func mountVolume(devDir string, disk *os.File, off, size int64, fstype, dir stri
 		return err
 	}
 	if err := unix.Mount(loop, dir, fstype, flags, data); err != nil {
-		// AUTOCLEAR clears the loop device only on the last close after
-		// it was held: detach it ourselves.
-		if f, e := os.OpenFile(loop, os.O_RDWR, 0); e == nil {
-			_ = unix.IoctlSetInt(int(f.Fd()), unix.LOOP_CLR_FD, 0)
-			f.Close()
-		}
 		return fmt.Errorf("mount %s (%s at byte %d) on %s: %w", loop, fstype, off, dir, err)
 	}
 	return nil

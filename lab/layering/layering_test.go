@@ -155,7 +155,8 @@ var rules = map[string]rule{
 	"agent/bmc":                {why: "the in-band BMC account: the model's types only", imports: []string{"store/inventory"}},
 	"agent/collect":            {why: "the inventory collectors: the model's types only", imports: []string{"store/inventory"}},
 	"agent/sysinit":            {why: "PID 1 chores: a leaf"},
-	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/sysinit"}},
+	"agent/deploy":             {why: "the deploy mode: a leaf that reaches the server through the Server interface it declares; its tests use the agent's real client", tests: []string{"agent", "lab/testenv"}},
+	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/deploy", "agent/sysinit"}},
 
 	// Programs and labs at the edge.
 	"images/commissioning/build": {why: "builds the image by running go build and apt-get: imports nothing of the module", tests: []string{"lab/testenv"}},
