@@ -54,6 +54,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecords -fuzztime 30s ./store/
 	$(GO) test -run '^$$' -fuzz FuzzParseSMBIOS -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzParseLLDPFrame -fuzztime 30s ./agent/collect/
+	$(GO) test -run '^$$' -fuzz FuzzReadTable -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzReadLVM -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzLVMText -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzParseBootCSV -fuzztime 30s ./agent/deploy/
 
 clean:
 	rm -rf bin
