@@ -279,3 +279,21 @@ func (c *hashCounter) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// WriteStream writes an image stream onto dev and verifies it, as a deploy
+// job's write step does (no wipe, no table work): the benchmark's entry to
+// the pipeline. It returns the format the magic bytes named.
+func WriteStream(ctx context.Context, dev Device, body io.ReadCloser, im Image) (string, error) {
+	t, err := openTarget(dev)
+	if err != nil {
+		body.Close()
+		return "", err
+	}
+	defer t.Close()
+	var st writeStats
+	s, err := openStream(body, im, &st)
+	if err != nil {
+		return "", err
+	}
+	return s.format, writeImage(ctx, t, s, im, &st)
+}

@@ -165,6 +165,7 @@ var rules = map[string]rule{
 	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/testenv"}},
 	"lab/fleet":                  {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
 	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
+	"lab/bench/deploy":           {why: "a benchmark program: the deploy agent's pipeline against curl | zstd | dd", imports: []string{"agent", "agent/deploy"}},
 	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
 	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
 	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
