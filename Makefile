@@ -66,6 +66,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseUserData -fuzztime 30s ./lab/deployimage/nocloud/
 	$(GO) test -run '^$$' -fuzz FuzzParseChecksums -fuzztime 30s ./appliance/oscatalog/
 	$(GO) test -run '^$$' -fuzz FuzzDetect -fuzztime 30s ./appliance/oscatalog/
+	$(GO) test -run '^$$' -fuzz FuzzReadTable -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzReadLVM -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzLVMText -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzParseBootCSV -fuzztime 30s ./agent/deploy/
 
 clean:
 	rm -rf bin

@@ -38,6 +38,12 @@ const DefaultRetryFor = 10 * time.Minute
 // every 30 s by default.
 const DefaultLLDPWait = 31 * time.Second
 
+// Modes of the agent (rollcall.mode=).
+const (
+	ModeCommission = "commission"
+	ModeDeploy     = "deploy"
+)
+
 // Config is what the agent needs, mostly from the kernel command line.
 type Config struct {
 	Server     string        // rollcall.server=URL: plain HTTP base URL (required)
@@ -50,6 +56,8 @@ type Config struct {
 	BootMAC    string        // BOOTIF=01-aa-bb-… or rollcall.bootmac=; else the NIC that got a lease
 	LLDPWait   time.Duration // rollcall.lldpwait=: 0 turns LLDP off
 	NoBMC      bool          // rollcall.nobmc: leave the BMC alone
+	Mode       string        // rollcall.mode=: ModeCommission (the default) or ModeDeploy
+	Job        string        // rollcall.job=: the deploy job's one-time token (X-Rollcall-Job)
 
 	Root     string        // file system root to inventory ("/" live)
 	Live     bool          // running on the machine itself (ethtool, LLDP, /dev/ipmi0)
@@ -87,6 +95,10 @@ func ParseCmdline(cmdline string) (Config, error) {
 			cfg.CA = v
 		case "rollcall.nobmc":
 			cfg.NoBMC = true
+		case "rollcall.mode":
+			cfg.Mode = v
+		case "rollcall.job":
+			cfg.Job = v
 		case "rollcall.bootmac":
 			cfg.BootMAC = v
 		case "BOOTIF":
@@ -121,6 +133,15 @@ func (c Config) Validate() error {
 		if c.CA == "" {
 			errs = append(errs, errors.New("rollcall.tls= needs rollcall.ca= to check the server by"))
 		}
+	}
+	switch c.Mode {
+	case "", ModeCommission:
+	case ModeDeploy:
+		if c.Job == "" {
+			errs = append(errs, errors.New("rollcall.mode=deploy needs rollcall.job= (the job's token)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("rollcall.mode=%q: want %s or %s", c.Mode, ModeCommission, ModeDeploy))
 	}
 	if c.BootMAC != "" {
 		if hw, err := net.ParseMAC(c.BootMAC); err != nil || len(hw) != 6 {

@@ -45,12 +45,16 @@ func TestParseCmdline(t *testing.T) {
 			line: `rollcall.server=http://h:80 rollcall.bmcuser="rollcall admin" rollcall.nopoweroff rollcall.nobmc BOOTIF=01-52-54-00-12-34-56 rollcall.lldpwait=5s`,
 			want: Config{Server: "http://h:80", BMCUser: "rollcall admin", NoPowerOff: true, NoBMC: true, BootMAC: "52:54:00:12:34:56", LLDPWait: 5 * time.Second},
 		},
-		"no server":         {line: "quiet", err: "rollcall.server"},
-		"server not a url":  {line: "rollcall.server=10.0.0.1", err: "rollcall.server"},
-		"tls without ca":    {line: "rollcall.server=http://h rollcall.tls=https://h", err: "rollcall.ca"},
-		"tls not https":     {line: "rollcall.server=http://h rollcall.tls=http://h rollcall.ca=" + fp, err: "https://"},
-		"bad lldp duration": {line: "rollcall.server=http://h rollcall.lldpwait=soon", err: "lldpwait"},
-		"bad boot mac":      {line: "rollcall.server=http://h rollcall.bootmac=xyz", err: "boot MAC"},
+		"deploy mode": {line: "rollcall.server=http://h rollcall.mode=deploy rollcall.job=jt-1",
+			want: Config{Server: "http://h", Mode: ModeDeploy, Job: "jt-1"}},
+		"deploy without a job": {line: "rollcall.server=http://h rollcall.mode=deploy", err: "rollcall.job"},
+		"an unknown mode":      {line: "rollcall.server=http://h rollcall.mode=install", err: "rollcall.mode"},
+		"no server":            {line: "quiet", err: "rollcall.server"},
+		"server not a url":     {line: "rollcall.server=10.0.0.1", err: "rollcall.server"},
+		"tls without ca":       {line: "rollcall.server=http://h rollcall.tls=https://h", err: "rollcall.ca"},
+		"tls not https":        {line: "rollcall.server=http://h rollcall.tls=http://h rollcall.ca=" + fp, err: "https://"},
+		"bad lldp duration":    {line: "rollcall.server=http://h rollcall.lldpwait=soon", err: "lldpwait"},
+		"bad boot mac":         {line: "rollcall.server=http://h rollcall.bootmac=xyz", err: "boot MAC"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

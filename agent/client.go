@@ -45,6 +45,7 @@ func (e *APIError) Error() string {
 type Client struct {
 	base     string
 	token    string
+	job      string
 	hc       *http.Client
 	retryFor time.Duration
 	log      *slog.Logger
@@ -54,7 +55,7 @@ type Client struct {
 // (retrying while the appliance is unreachable) and accepts it only by its
 // SHA-256 fingerprint.
 func Connect(ctx context.Context, cfg Config) (*Client, error) {
-	c := &Client{base: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, retryFor: cfg.RetryFor, log: cfg.logger()}
+	c := &Client{base: strings.TrimRight(cfg.Server, "/"), token: cfg.Token, job: cfg.Job, retryFor: cfg.RetryFor, log: cfg.logger()}
 	if c.retryFor <= 0 {
 		c.retryFor = DefaultRetryFor
 	}
@@ -153,9 +154,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/json")
-		if c.token != "" {
-			req.Header.Set("X-Rollcall-Token", c.token)
-		}
+		c.auth(req)
 		res, err := c.hc.Do(req)
 		if err != nil {
 			if isTLSError(err) {
@@ -189,6 +188,76 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return false, nil
 	})
 }
+
+// auth sets the agent's credentials: its token, and in deploy mode the
+// job's token.
+func (c *Client) auth(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("X-Rollcall-Token", c.token)
+	}
+	if c.job != "" {
+		req.Header.Set("X-Rollcall-Job", c.job)
+	}
+}
+
+// Open GETs a file to stream it: target is a path on the appliance
+// ("/os/blobs/…") or an absolute URL. It retries like Do until the answer
+// starts; the body, once it flows, is the caller's, with no overall
+// timeout (an image takes as long as it takes) but a stall of a minute
+// without bytes ends it. The job's token goes only to the appliance itself.
+func (c *Client) Open(ctx context.Context, target string) (io.ReadCloser, error) {
+	u := target
+	own := strings.HasPrefix(target, "/")
+	if own {
+		u = c.base + target
+	}
+	hc := &http.Client{Transport: c.hc.Transport}
+	var body io.ReadCloser
+	err := c.retry(ctx, "GET "+target, func() (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return false, err
+		}
+		if own || strings.HasPrefix(u, c.base+"/") {
+			c.auth(req)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			if isTLSError(err) {
+				return false, fmt.Errorf("%w: %v", ErrTLS, err)
+			}
+			return true, err
+		}
+		if res.StatusCode != http.StatusOK {
+			res.Body.Close()
+			if res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests {
+				return true, fmt.Errorf("GET %s: %s", target, res.Status)
+			}
+			return false, &APIError{Status: res.StatusCode, Message: "GET " + target + ": " + res.Status}
+		}
+		body = &stallReader{rc: res.Body, limit: time.Minute}
+		return false, nil
+	})
+	return body, err
+}
+
+// stallReader fails a read that waits longer than limit for its first
+// byte: a server that stops sending must not hang a deploy for ever.
+type stallReader struct {
+	rc    io.ReadCloser
+	limit time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	t := time.AfterFunc(s.limit, func() { s.rc.Close() })
+	n, err := s.rc.Read(p)
+	if !t.Stop() && err != nil {
+		err = fmt.Errorf("no data for %s: %w", s.limit, err)
+	}
+	return n, err
+}
+
+func (s *stallReader) Close() error { return s.rc.Close() }
 
 func isTLSError(err error) bool {
 	var cv *tls.CertificateVerificationError

@@ -46,6 +46,20 @@ func Mount() error {
 	return errors.Join(errs...)
 }
 
+// MountEFIVars mounts efivarfs on a UEFI machine once its module is
+// loaded (Mount ran before the modules were): a machine without UEFI, or
+// one where it is mounted already, is no error.
+func MountEFIVars() error {
+	const dir = "/sys/firmware/efi/efivars"
+	if _, err := os.Stat("/sys/firmware/efi"); err != nil {
+		return nil
+	}
+	if err := unix.Mount("efivarfs", dir, "efivarfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("mount efivarfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
 // Release is the running kernel's version (uname -r).
 func Release() string {
 	var u unix.Utsname
@@ -125,6 +139,12 @@ func WaitForNICs(settle, timeout time.Duration) []string {
 func PowerOff() error {
 	unix.Sync()
 	return unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+}
+
+// Reboot syncs and restarts the machine. It returns only on failure.
+func Reboot() error {
+	unix.Sync()
+	return unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
 }
 
 // WaitForEntropy blocks until the kernel's random number generator is

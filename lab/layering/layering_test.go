@@ -159,7 +159,8 @@ var rules = map[string]rule{
 	"agent/bmc":                {why: "the in-band BMC account: the model's types only", imports: []string{"store/inventory"}},
 	"agent/collect":            {why: "the inventory collectors: the model's types only", imports: []string{"store/inventory"}},
 	"agent/sysinit":            {why: "PID 1 chores: a leaf"},
-	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/sysinit"}},
+	"agent/deploy":             {why: "the deploy mode: a leaf that reaches the server through the Server interface it declares; its tests use the agent's real client", tests: []string{"agent", "lab/testenv"}},
+	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/deploy", "agent/sysinit"}},
 
 	// Programs and labs at the edge.
 	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
@@ -177,6 +178,7 @@ var rules = map[string]rule{
 	"lab/deployimage/cmd/deploy-image": {why: "the image builder's command", imports: []string{"lab/deployimage"}},
 	"lab/fleet":                        {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
 	"lab/baseline":                     {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
+	"lab/bench/deploy":                 {why: "a benchmark program: the deploy agent's pipeline against curl | zstd | dd", imports: []string{"agent", "agent/deploy"}},
 	"lab/bench/dhcp":                   {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
 	"lab/bench/dhcp/replica":           {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
 	"lab/bench/export":                 {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},

@@ -1,7 +1,10 @@
 // Command rollcall-agent is the commissioning image's /init. As PID 1 it
 // mounts the kernel file systems, loads the image's kernel modules, gets
 // addresses by DHCP, runs the agent (enlist, inventory, BMC account,
-// commission) and powers the machine off. Run by hand on a live system (not
+// commission) and powers the machine off. With rollcall.mode=deploy it runs
+// its deploy job instead (agent/deploy: write the OS image to the disk, or
+// wipe it) and reboots once the server has acknowledged it; a failed job
+// leaves the machine up, for ssh and for the operator to read why. Run by hand on a live system (not
 // PID 1) it does only the agent's part and never powers off unless asked:
 //
 //	rollcall-agent -cmdline 'rollcall.server=http://10.0.0.1:8080 rollcall.token=…'
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/agent"
+	"github.com/rollcall/rollcall/agent/deploy"
 	"github.com/rollcall/rollcall/agent/sysinit"
 )
 
@@ -60,6 +64,9 @@ func main() {
 	}
 	if err != nil {
 		log.Error("kernel command line", "err", err)
+		if cfg.Mode == agent.ModeDeploy {
+			stay(log, 2, "a deploy job with a bad kernel command line")
+		}
 		finish(log, pid1 || *powerOff, cfg.NoPowerOff, 2)
 	}
 
@@ -71,16 +78,26 @@ func main() {
 			log.Error("kernel modules", "dir", dir, "err", err)
 		}
 		log.Info("kernel modules loaded", "count", len(loaded))
+		if err := sysinit.MountEFIVars(); err != nil {
+			log.Error("efivarfs", "err", err)
+		}
 		nics := sysinit.WaitForNICs(2*time.Second, 15*time.Second)
 		log.Info("network interfaces", "names", strings.Join(nics, " "))
 		leases, err := sysinit.Network(ctx, 90*time.Second, log)
 		if err != nil {
 			log.Error("network", "err", err)
+			if cfg.Mode == agent.ModeDeploy {
+				stay(log, 1, "no network for the deploy job")
+			}
 			finish(log, true, cfg.NoPowerOff, 1)
 		}
 		if cfg.BootMAC == "" {
 			cfg.BootMAC = bootMAC(cfg.Server, leases)
 		}
+	}
+
+	if cfg.Mode == agent.ModeDeploy {
+		runDeploy(ctx, log, cfg, pid1)
 	}
 
 	start := time.Now()
@@ -93,6 +110,43 @@ func main() {
 		log.Info("commissioning done", "machine", res.Commission.ID, "state", res.Commission.State, "took", time.Since(start).Round(time.Second))
 	}
 	finish(log, pid1 || *powerOff, cfg.NoPowerOff, code)
+}
+
+// runDeploy runs the deploy job and reboots on success (as PID 1); it never
+// returns.
+func runDeploy(ctx context.Context, log *slog.Logger, cfg agent.Config, pid1 bool) {
+	start := time.Now()
+	c, err := agent.Connect(ctx, cfg)
+	if err != nil {
+		log.Error("deploy: connect", "err", err)
+		stay(log, 1, "the appliance could not be reached")
+	}
+	res, err := deploy.Run(ctx, c, deploy.Config{Root: cfg.Root, Log: log})
+	if err != nil {
+		log.Error("deploy failed", "err", err, "took", time.Since(start).Round(time.Second))
+		stay(log, 1, "the job failed: the machine stays up for ssh and for the operator to see why")
+	}
+	log.Info("deploy job done", "job", res.Job.ID, "kind", res.Job.Kind, "disk", res.Device.Name, "root", res.Root,
+		"boot_entry", res.BootEntry, "took", time.Since(start).Round(time.Second))
+	if !pid1 {
+		os.Exit(0)
+	}
+	log.Info("rebooting into the installed system")
+	if err := sysinit.Reboot(); err != nil {
+		log.Error("reboot", "err", err)
+	}
+	stay(log, 1, "reboot failed")
+}
+
+// stay keeps PID 1 alive (or exits with code when run by hand).
+func stay(log *slog.Logger, code int, why string) {
+	if os.Getpid() != 1 {
+		os.Exit(code)
+	}
+	log.Info("staying up: " + why)
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // bootMAC picks the NIC the machine talks to the appliance through: the one

@@ -30,14 +30,18 @@ import (
 
 // Modules the image loads: NICs from virtio to 100G, disks (SATA, SAS,
 // NVMe, virtio), InfiniBand (mlx5_ib makes /sys/class/infiniband), the
-// host's IPMI interface (/dev/ipmi0) and the TPM. Their dependencies come
-// along from modules.dep.
+// host's IPMI interface (/dev/ipmi0) and the TPM; for deploy mode, loop
+// devices and the file systems of the root it writes (ext4 asks for crc32c
+// through modprobe, which the image lacks: load crc32c_generic up front),
+// and efivarfs for the UEFI boot entry (a module in Debian's kernel).
+// Their dependencies come along from modules.dep.
 var defaultModules = []string{
 	"virtio_net", "virtio_blk", "virtio_pci", "virtio_scsi",
 	"e1000", "e1000e", "igb", "ixgbe", "i40e", "ice", "tg3", "bnxt_en", "mlx5_core", "mlx5_ib",
 	"ahci", "sd_mod", "nvme", "mpt3sas", "megaraid_sas",
 	"ipmi_msghandler", "ipmi_si", "ipmi_devintf",
 	"tpm_tis", "tpm_crb",
+	"loop", "ext4", "xfs", "crc32c_generic", "efivarfs",
 }
 
 func main() {
