@@ -101,6 +101,32 @@ export function stateBadge(state) {
   return h('span', { class: `badge state-${state || 'unknown'}` }, state || 'unknown');
 }
 
+// placeChips draws a location as building › room › rack chips, the rack a
+// link to its elevation, and the units after it.
+export function placeChips(loc, { link: withLink = true } = {}) {
+  if (!loc || !(loc.building || loc.room || loc.rack)) return h('span', { class: 'muted' }, '—');
+  const parts = [];
+  const chip = (kind, text, href) => h(href ? 'a' : 'span', { class: `chip chip-${kind}`, href: href || null, title: `${kind} ${text}` }, text);
+  if (loc.building) parts.push(chip('building', loc.building));
+  if (loc.room) parts.push(chip('room', loc.room));
+  if (loc.rack) parts.push(chip('rack', loc.rack, withLink ? `#/racks/${encodeURIComponent(loc.rack)}` : null));
+  const out = h('span', { class: 'chips place' });
+  parts.forEach((p, i) => { if (i) out.append(h('span', { class: 'sep', 'aria-hidden': 'true' }, '›')); out.append(p); });
+  if (loc.unit) {
+    const top = loc.unit + (loc.height || 1) - 1;
+    out.append(h('span', { class: 'unit' }, top > loc.unit ? `U${loc.unit}–${top}` : `U${loc.unit}`));
+  }
+  return out;
+}
+
+// tagChips draws a machine's tags: manual ones plain, rule-made ones marked.
+export function tagChips(tags = [], auto = []) {
+  if (!tags.length && !auto.length) return h('span', { class: 'muted' }, '—');
+  return h('span', { class: 'chips tags' },
+    tags.map((t) => h('a', { class: 'chip chip-tag', href: `#/tags/${encodeURIComponent(t)}`, title: `tag ${t}` }, t)),
+    auto.map((t) => h('a', { class: 'chip chip-tag auto', href: `#/tags/${encodeURIComponent(t)}`, title: `tag ${t}, from its match rule` }, t)));
+}
+
 // dl renders [label, value] pairs, skipping empty values.
 export function dl(pairs, cls = 'facts') {
   const el = h('dl', { class: cls });
