@@ -2,8 +2,8 @@
 // the API's refusal shown beside the field it concerns. The API answers
 // {"error":{"code","message"}} (appliance/httpapi/errors.go); when the body
 // names a field ("field"), that field gets the message; otherwise the field
-// whose name the message mentions first does (each field may say how the
-// API names it with `match`), and a message that names none stands above
+// whose name the message mentions first does (a field may say how the API
+// names it with `match`, which then replaces its own name), and a message that names none stands above
 // the buttons.
 
 import { h, id as newId, announce } from './dom.js';
@@ -170,11 +170,22 @@ export function fieldFor(err, specs, values = {}) {
   let best = null;
   let at = Infinity;
   for (const s of specs) {
-    const pats = [].concat(s.match || [], new RegExp(`\\b${s.name.replaceAll('_', '[ _-]?')}\\b`, 'i'));
+    // A field that says how the API names it (match) is known by that
+    // alone; the others by their own name.
+    const pats = s.match ? [].concat(s.match) : [new RegExp(`\\b${s.name.replaceAll('_', '[ _-]?')}\\b`, 'i')];
     for (const p of pats) {
       const m = p.exec(msg);
       if (m && m.index < at) { at = m.index; best = s.name; }
     }
+  }
+  if (best) return best;
+  // No field named: the one whose value the message repeats first (a
+  // range's "10.0.0.300–10.0.1.5 is outside …").
+  for (const s of specs) {
+    const v = values[s.name];
+    if (s.type === 'password' || typeof v !== 'string' || v.trim().length < 3) continue;
+    const i = msg.indexOf(v.trim());
+    if (i >= 0 && i < at) { at = i; best = s.name; }
   }
   return best;
 }

@@ -58,7 +58,10 @@ async function drivers() {
 export async function bmcDialog(m) {
   const b = m.bmc || {};
   const list = await drivers();
-  const names = list.length ? list.map((d) => [d.name, d.description ? `${d.name} — ${d.description}` : d.name]) : [['ipmi', 'ipmi'], ['redfish', 'redfish'], ['manual', 'manual']];
+  // The driver list names its fields Name and Description.
+  const names = list.length
+    ? list.map((d) => [d.name ?? d.Name, (d.description ?? d.Description) ? `${d.name ?? d.Name} — ${d.description ?? d.Description}` : d.name ?? d.Name])
+    : [['ipmi', 'ipmi'], ['redfish', 'redfish'], ['manual', 'manual']];
   const settings = Object.entries(b.settings || {}).map(([k, v]) => `${k}=${v}`).join('\n');
   return formDialog({
     title: `BMC of ${nameOf(m)}`,

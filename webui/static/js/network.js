@@ -170,7 +170,7 @@ function vlanDialog(v, fabrics) {
     editing ? null : { name: 'vid', label: 'VID', type: 'number', min: 0, max: 4094, required: true, help: '0 is untagged.', match: [/\bvid\b/i, /\b0–4094\b/] },
     { name: 'mtu', label: 'MTU', type: 'number', min: 576, max: 65535, value: v?.mtu || '' },
     { name: 'dhcp', label: 'DHCP', type: 'select', value: v?.dhcp || 'off', options: [['off', 'off: another server answers'], ['full', 'full: hand out addresses and boot'], ['proxy', 'proxy: boot answers only (proxy DHCP)']],
-      match: [/\bdhcp\b/i, /\bmode\b/i] },
+      match: [/\bdhcp mode\b/i, /\bmode "/i] },
     { name: 'servers', label: 'Serving nodes', value: (v?.servers || []).map((s) => (s.iface ? `${s.node}/${s.iface}` : s.node)).join(', '),
       help: 'The appliance nodes that answer on this VLAN: node or node/interface, separated by commas. Needed for full and proxy.', match: [/\bservers?\b/i, /\bnodes?\b/i, /-node\b/i] },
     { name: 'boot_loader', label: 'BIOS boot loader', type: 'select', value: v?.boot_loader || 'ipxe', options: [['ipxe', 'iPXE'], ['pxelinux', 'pxelinux (NICs that cannot run iPXE)']], match: /\bboot[ _]loader\b/i },
