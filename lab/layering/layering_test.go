@@ -130,7 +130,7 @@ var rules = map[string]rule{
 		"tags' rules parsed before a save (store/tagrule) and location files planned (store/locationcsv) on the proposer's side",
 		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/locationcsv", "store/pgexport", "store/tagrule", "webui"},
-		tests: []string{"appliance/nodetest", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
+		tests: []string{"appliance/nodetest", "lab/fleet", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
 		imports: []string{"appliance/node", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
 	"appliance/connlimit": {why: "connection limits for the node's HTTP servers: a leaf"},
