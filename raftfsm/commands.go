@@ -63,15 +63,16 @@ const (
 	TypeJobFinish  Type = 92
 	TypeBMCSet     Type = 93
 
-	TypeLayoutPut    Type = 110
-	TypeLayoutDelete Type = 111
-	TypeTagPut       Type = 100
-	TypeTagDelete    Type = 101
-	TypeMachineTags  Type = 102
-	TypeAutoTagsSet  Type = 103
-	TypeLocationSet  Type = 104
-	TypeRackPut      Type = 105
-	TypeRackDelete   Type = 106
+	TypeLayoutPut     Type = 110
+	TypeLayoutDelete  Type = 111
+	TypeTagPut        Type = 100
+	TypeTagDelete     Type = 101
+	TypeMachineTags   Type = 102
+	TypeAutoTagsSet   Type = 103
+	TypeLocationSet   Type = 104
+	TypeRackPut       Type = 105
+	TypeRackDelete    Type = 106
+	TypeMachineNetSet Type = 107
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -109,7 +110,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands())
+		tagCommands(), locationCommands(), layoutCommands(), netCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -245,6 +245,11 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		}, Now: gt(51)},
 		&RackPut{Rack: Rack{Name: "R12", Building: "DC1", Room: "Hall A", Height: 48}, Now: gt(52)},
 		&RackDelete{Name: "R13"},
+		&MachineNetSet{
+			Machine: "m-00000000c0de", SetLayout: true, Layout: "gpu-bond", SetPins: true,
+			Pins: []NetPin{{Interface: "eno1", Address: netip.MustParseAddr("10.50.0.60")}, {Interface: "bond0.200", Address: netip.MustParseAddr("fd00:60::60")}},
+			Now:  gt(53),
+		},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

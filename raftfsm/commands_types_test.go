@@ -66,6 +66,8 @@ var pinnedTypes = map[string]struct {
 	"rack-put":      {105, 1},
 	"rack-delete":   {106, 1},
 
+	"machine-net-set": {107, 1},
+
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},
 }

@@ -34,8 +34,9 @@ var (
 	// then holds the buckets an older node's does, so the two hash alike
 	// at one index during a rolling upgrade (StateCheck). Reads treat a
 	// missing one as empty.
-	bucketMachineByTag  = []byte("machines.by_tag")
-	bucketMachineByRack = []byte("machines.by_rack")
+	bucketMachineByTag    = []byte("machines.by_tag")
+	bucketMachineByRack   = []byte("machines.by_rack")
+	bucketMachineByLayout = []byte("machines.by_layout")
 
 	allBuckets = [][]byte{
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
@@ -112,6 +113,12 @@ type Machine struct {
 	AutoTags []string `json:"auto_tags,omitempty"`
 	// Location is where the machine stands.
 	Location Location `json:"location,omitzero"`
+	// Layout names the interface layout an operator gave the machine
+	// (rollcall net set ID -layout L); "" when none, and then the first
+	// of its tags that names one, else the default, applies (see
+	// raftfsm.MachinePlan). Its pinned addresses are IPAM records of kind
+	// pinned, not fields here.
+	Layout string `json:"layout,omitempty"`
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64 `json:"index"`
 }
@@ -448,6 +455,9 @@ func machineIndexes(m Machine) []indexEntry {
 	}
 	if m.Location.Rack != "" {
 		e = append(e, indexEntry{bucketMachineByRack, m.Location.Rack})
+	}
+	if m.Layout != "" {
+		e = append(e, indexEntry{bucketMachineByLayout, m.Layout})
 	}
 	return e
 }
