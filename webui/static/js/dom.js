@@ -3,7 +3,7 @@
 
 // h builds an element: h('a', {href: '#/x', class: 'c', onclick: fn}, 'text', child…).
 // Attributes whose value is null, undefined or false are left out; true sets
-// an empty attribute. Children may be strings, numbers, nodes, arrays or null.
+// an empty attribute; style is an object of properties ({gridRow: '3'}). Children may be strings, numbers, nodes, arrays or null.
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -11,6 +11,12 @@ export function h(tag, attrs, ...children) {
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
     else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k === 'style') {
+      // Through the CSSOM: the page's CSP refuses style attributes.
+      for (const [p, x] of Object.entries(v)) {
+        if (p.startsWith('--')) el.style.setProperty(p, String(x)); else el.style[p] = String(x);
+      }
+    }
     else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'indeterminate') el[k] = v;
     else el.setAttribute(k, v === true ? '' : String(v));
   }

@@ -122,12 +122,12 @@ function usedUnits(ms) {
 export function elevation(rack, ms, { compact }) {
   const height = rack.height || DEFAULT_HEIGHT;
   const cap = newId('rack');
-  const grid = h('div', { class: 'elevation', style: `--units: ${height}` });
+  const grid = h('div', { class: 'elevation', style: { '--units': height } });
   for (let u = height; u >= 1; u--) {
     const row = height - u + 1;
     grid.append(
-      h('span', { class: 'u-label', style: `grid-row: ${row}`, 'aria-hidden': 'true' }, String(u)),
-      h('span', { class: 'u-slot', style: `grid-row: ${row}`, 'aria-hidden': 'true' }));
+      h('span', { class: 'u-label', style: { gridRow: String(row) }, 'aria-hidden': 'true' }, String(u)),
+      h('span', { class: 'u-slot', style: { gridRow: String(row) }, 'aria-hidden': 'true' }));
   }
   const placed = [];
   const loose = [];
@@ -144,7 +144,7 @@ export function elevation(rack, ms, { compact }) {
     grid.append(h('a', {
       class: `rack-machine state-${m.state || 'unknown'}${span > 1 ? ' tall' : ''}`,
       href: `#/machines/${enc(m.id)}`,
-      style: `grid-row: ${height - top + 1} / span ${span}`,
+      style: { gridRow: `${height - top + 1} / span ${span}` },
       dataset: { id: m.id, unit: String(u), height: String(span) },
       title: `${m.name || m.id} · ${units} · ${m.state}`,
       'aria-label': `${units}: ${m.name || m.id}, ${m.state}`,
