@@ -189,7 +189,5 @@ func TestBrowserForms(t *testing.T) {
 		b.run(t, "reserved listed", waitJS(`[...document.querySelectorAll('#main td')].some((td) => td.textContent === 'switch-1')`))
 	})
 
-	// TODO(h-net): the layouts routes are not on this branch yet; the
-	// machine page's network section asks for them.
-	b.checkConsole(t, `status of 400`, `status of 409`, `status of 404 .*/api/v1/layouts`)
+	b.checkConsole(t, `status of 400`, `status of 409`)
 }

@@ -67,6 +67,20 @@ export const del = (path, opts) => request('DELETE', path, undefined, opts);
 
 export const enc = encodeURIComponent;
 
+// hasRoute says whether this node serves a route (method, OpenAPI path
+// such as /api/v1/machines/{id}), from its OpenAPI document, read once. A
+// page offers a form only for what the node can do: during a rolling
+// upgrade an older node lacks the newer routes.
+let routes = null;
+export async function hasRoute(method, path) {
+  if (!routes) {
+    routes = get('/api/v1/openapi.json', { auth: false }).then((r) => r.data?.paths || {}, () => null);
+  }
+  const paths = await routes;
+  if (!paths) return true; // no document: try, and show what the node says
+  return !!paths[path]?.[method.toLowerCase()];
+}
+
 function sleep(ms, signal) {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);

@@ -3,7 +3,7 @@
 // machine or a tag uses. Listed, edited as JSON (checked to parse before it
 // is sent; the node checks the rest) and deleted.
 
-import { get, post, put, del, watch, enc } from './api.js';
+import { get, post, put, del, watch, enc, hasRoute } from './api.js';
 import { h, section, table, empty, errorBox, when } from './dom.js';
 import { Form, FieldError, formDialog, confirmDelete } from './forms.js';
 
@@ -60,7 +60,11 @@ function listPage(main) {
       h('button', { type: 'button', id: 'add-layout', onclick: () => addLayout() }, 'Add layout…')),
     h('p', { class: 'muted' }, 'How a deployed machine\'s interfaces are set up. A machine uses the layout set on it (its Network section) or its tag\'s; without one, the boot NIC gets an address.'),
     section('Layouts', box));
-  watch('/api/v1/layouts', (d) => {
+  hasRoute('GET', '/api/v1/layouts').then((ok) => {
+    if (ok) follow();
+    else box.replaceChildren(empty('This node has no layouts routes yet: it runs an older version.'));
+  });
+  const follow = () => watch('/api/v1/layouts', (d) => {
     const list = listOf(d, 'layouts');
     box.replaceChildren(list.length ? table('Layouts', [
       { label: 'Layout', get: (l) => h('a', { href: `#/layouts/${enc(l.name)}` }, l.name) },

@@ -4,7 +4,7 @@
 // the node answers when any machine or event changes; the page then reads
 // the machine again.
 
-import { get, watch, enc } from './api.js';
+import { get, watch, enc, hasRoute } from './api.js';
 import { h, dl, table, section, empty, when, ago, stateBadge, errorBox, announce, placeChips, tagChips } from './dom.js';
 import { asset } from './fleet.js';
 import { renameDialog, bmcDialog, clearBMCDialog, locationDialog, tagsDialog } from './machineforms.js';
@@ -22,6 +22,9 @@ export function mount(main, route) {
   let jobs = [];
   let invKey = null;
   let seenEvents = null;
+  // Rename needs PATCH /api/v1/machines/{id}, which not every node has.
+  let canRename = false;
+  hasRoute('PATCH', '/api/v1/machines/{id}').then((ok) => { canRename = ok; if (ok && detail) draw(); });
 
   const head = h('div', { class: 'page-head' });
   const actionbar = h('div', { class: 'actionbar', role: 'toolbar', 'aria-label': 'Actions on this machine' },
@@ -67,7 +70,7 @@ export function mount(main, route) {
     head.replaceChildren(
       h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/machines' }, 'Machines'), h('span', { 'aria-hidden': 'true' }, ' › '), h('span', { 'aria-current': 'page' }, m.name || m.id)),
       h('h1', { tabindex: '-1' }, m.name || m.id, ' ', stateBadge(m.state),
-        h('button', { type: 'button', class: 'link small', id: 'rename', onclick: () => renameDialog(m) }, 'Rename…')),
+        canRename ? h('button', { type: 'button', class: 'link small', id: 'rename', onclick: () => renameDialog(m) }, 'Rename…') : null),
       h('p', { class: 'muted sub' }, [m.name ? m.id : null, [s.manufacturer, s.product].filter(Boolean).join(' '), m.serial ? `serial ${m.serial}` : null]
         .filter(Boolean).join(' · ')));
     if (focusedHeading) head.querySelector('h1').focus();

@@ -4,7 +4,7 @@
 // and why, the addresses it would allocate, and the rendered
 // network-config and udev rules. Nothing is allocated by a preview.
 
-import { get, put, enc } from './api.js';
+import { get, put, enc, hasRoute } from './api.js';
 import { h, section, table, empty, errorBox, id as newId } from './dom.js';
 import { Form, FieldError } from './forms.js';
 
@@ -28,6 +28,10 @@ export function networkCard(ref) {
   let layouts = null;
 
   async function build(m) {
+    if (!(await hasRoute('PUT', '/api/v1/machines/{id}/network'))) {
+      formBox.replaceChildren(empty('This node cannot set a machine\'s layout yet (no network routes): it runs an older version.'));
+      return;
+    }
     if (layouts === null) {
       try {
         layouts = listOf((await get('/api/v1/layouts')).data, 'layouts').map((l) => l.name);

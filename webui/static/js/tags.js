@@ -3,7 +3,7 @@
 // comment. Saving a rule recomputes every machine's tags on the nodes; the
 // answer lists the machines the rule failed on, which this page shows.
 
-import { get, post, put, del, watch, enc, machines as liveMachines } from './api.js';
+import { get, post, put, del, watch, enc, hasRoute, machines as liveMachines } from './api.js';
 import { h, section, table, empty, num, errorBox, stateBadge } from './dom.js';
 import { Form, formDialog, confirmDelete, split } from './forms.js';
 
@@ -19,6 +19,7 @@ const count = (x) => (Array.isArray(x) ? x.length : Number(x || 0));
 const lastFailures = new Map();
 
 async function layoutOptions() {
+  if (!(await hasRoute('GET', '/api/v1/layouts'))) return null;
   try {
     const d = (await get('/api/v1/layouts')).data;
     return [['', '(none)'], ...listOf(d, 'layouts').map((l) => [l.name, l.name])];
