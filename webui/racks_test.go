@@ -120,5 +120,35 @@ func TestBrowserRacks(t *testing.T) {
 		b.screenshot(t, shots, "machines-location-1280")
 	})
 
+	t.Run("CSV import", func(t *testing.T) {
+		setCSV := func(text string) chromedp.Action[chromedp.Void] {
+			return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const el = document.querySelector('#import textarea'); el.value = %q; el.dispatchEvent(new Event('input')); })()`, text))
+		}
+		b.run(t, "racks page", chromedp.Navigate(e.ui.URL+"/ui/#/racks"), waitJS(`document.querySelector('#import textarea') !== null`))
+		b.run(t, "a bad row", setCSV("node_name,rack,unit\nrk-03,R7,40\nnobody,R7,1\n"), chromedp.Click(chromedp.ID("import-dry")),
+			waitJS(`document.querySelector('#import-errors') !== null`))
+		if got := b.text(t, `#import-errors`); !strings.Contains(got, "line 3") || !strings.Contains(got, "nothing was changed") {
+			t.Errorf("the bad rows say %q", got)
+		}
+		b.run(t, "dry run", setCSV("node_name,building,room,rack,unit\nrk-03,B1,hall-2,R7,40\n"), chromedp.Click(chromedp.ID("import-dry")),
+			waitJS(`document.querySelector('#import-changes') !== null`))
+		if got := b.text(t, `#import-changes`); !strings.Contains(got, "Dry run: 1 machine would move") || !strings.Contains(got, ms[2].ID) || !strings.Contains(got, "R7 U40") {
+			t.Errorf("the dry run says %q", got)
+		}
+		var m wire.MachineDetail
+		e.call(t, "GET", "/api/v1/machines/"+ms[2].ID, nil, &m)
+		if m.Location.Rack != "R9" {
+			t.Fatalf("the dry run moved rk-03: %+v", m.Location)
+		}
+		b.run(t, "import", chromedp.Click(chromedp.CSS(`#import button[type=submit]`)),
+			waitJS(`document.querySelector('#import-changes')?.textContent.startsWith('Imported')`),
+			waitJS(fmt.Sprintf(`document.querySelector(%q) !== null`, placed("R7", ms[2].ID))))
+		m = wire.MachineDetail{}
+		e.call(t, "GET", "/api/v1/machines/"+ms[2].ID, nil, &m)
+		if m.Location.Rack != "R7" || m.Location.Unit != 40 {
+			t.Errorf("after the import rk-03 stands at %+v", m.Location)
+		}
+	})
+
 	b.checkConsole(t, `status of 400`)
 }

@@ -4,9 +4,10 @@
 // shared machine list, both followed through blocking queries, so a machine
 // placed from the CLI appears here without a reload.
 
-import { watch, put, del, enc, machines as liveMachines } from './api.js';
-import { h, section, table, empty, num, errorBox, placeChips, stateBadge, id as newId } from './dom.js';
-import { formDialog, confirmDelete } from './forms.js';
+import { watch, put, del, request, enc, machines as liveMachines } from './api.js';
+import { h, section, table, empty, num, errorBox, placeChips, stateBadge, id as newId, announce } from './dom.js';
+import { Form, formDialog, confirmDelete } from './forms.js';
+import { placeText } from './fleet.js';
 import { natKey, byKey } from './fleet.js';
 
 const DEFAULT_HEIGHT = 42;
@@ -65,7 +66,8 @@ function listPage(main) {
     h('p', { class: 'muted' }, 'Place machines from the Machines page (select them, then Set location…), from a machine\'s page, or with ',
       h('code', {}, 'rollcall location ID -rack R -unit U'), '. A rack is created the first time a machine is placed in it.'),
     section('Racks', listBox),
-    h('h2', { class: 'inv-title' }, 'Elevations'), elevBox);
+    h('h2', { class: 'inv-title' }, 'Elevations'), elevBox,
+    importCard());
   const unsubscribe = follow(ctrl.signal, (racks, byRack) => {
     listBox.replaceChildren(racks.length ? table('Racks', [
       { label: 'Rack', get: (r) => h('a', { href: `#/racks/${enc(r.name)}` }, r.name) },
@@ -181,4 +183,68 @@ function rackDialog(r) {
 async function removeRack(name) {
   const ok = await confirmDelete(`rack ${name}`, 'Only an empty rack can be deleted: move its machines first.', async () => (await del(`/api/v1/racks/${enc(name)}`)).data || {});
   if (ok) location.hash = '#/racks';
+}
+
+// importCard imports a location CSV (POST /api/v1/locations/import): a
+// dry run first shows what would change; a file with any bad row changes
+// nothing, and every bad row is listed with its line.
+function importCard() {
+  const out = h('div', { class: 'import-result', 'aria-live': 'polite' });
+  const file = h('input', { type: 'file', accept: '.csv,text/csv', 'aria-label': 'Read a CSV file' });
+  let form;
+  const send = async (dry) => {
+    const v = form.values();
+    if (!v.csv.trim()) { form.show('Paste a CSV file or choose one.', 'csv'); return; }
+    const r = await request('POST', `/api/v1/locations/import${dry ? '?dry=1' : ''}`, v.csv, { type: 'text/csv' });
+    out.replaceChildren(importResult(r.data || {}, dry));
+    announce(dry ? 'Dry run done' : 'Import done');
+  };
+  form = new Form([
+    { name: 'csv', label: 'CSV', type: 'textarea', code: true, rows: 6, wide: true, required: true,
+      placeholder: 'serial,building,room,rack,unit,height,asset\nCZJ0001,B1,hall-2,R12,10,1,A-3301',
+      help: 'A header is required. Rows name a machine by id, serial, mac or node_name; racks are made on first use.' },
+  ], {
+    confirm: 'Import',
+    extra: [file, h('button', { type: 'button', id: 'import-dry', onclick: () => runDry() }, 'Dry run')],
+    submit: async () => send(false),
+  });
+  const runDry = async () => {
+    form.clearErrors();
+    try { await send(true); } catch (e) { failed(e); }
+  };
+  const failed = (e) => {
+    const rows = e.body?.errors || [];
+    form.show(e.message, rows.length ? null : 'csv');
+    if (rows.length) {
+      out.replaceChildren(h('div', { class: 'alert error', role: 'alert', id: 'import-errors' },
+        h('p', {}, h('strong', {}, `${rows.length === 1 ? 'One bad row' : `${rows.length} bad rows`}: nothing was changed.`)),
+        h('ul', {}, rows.map((x) => h('li', {}, `line ${x.line}: ${x.error}`)))));
+    }
+  };
+  // The form shows a refusal; the rows go below it.
+  const submit = form.submit;
+  form.submit = async (v, f) => { try { return await submit(v, f); } catch (e) { failed(e); return undefined; } };
+  file.addEventListener('change', async () => {
+    const f = file.files?.[0];
+    if (f) form.field('csv').input.value = await f.text();
+  });
+  const card = section('Import locations (CSV)', form.el, out);
+  card.id = 'import';
+  return card;
+}
+
+function importResult(r, dry) {
+  const changes = r.changes || [];
+  const head = dry
+    ? `Dry run: ${changes.length} machine${changes.length === 1 ? '' : 's'} would move${r.unchanged ? `, ${r.unchanged} unchanged` : ''}. Nothing was changed.`
+    : `${r.applied ? 'Imported' : 'Nothing to change'}: ${changes.length} machine${changes.length === 1 ? '' : 's'} moved${r.unchanged ? `, ${r.unchanged} unchanged` : ''}.`;
+  return h('div', { id: 'import-changes' },
+    h('p', {}, h('strong', {}, head), (r.new_racks || []).length ? ` New racks: ${r.new_racks.join(', ')}.` : ''),
+    changes.length ? table('Location changes', [
+      { label: 'Line', get: (c) => String(c.line), cls: 'num' },
+      { label: 'Machine', get: (c) => h('a', { href: `#/machines/${enc(c.machine)}` }, c.machine) },
+      { label: 'Matched by', get: (c) => c.matched_by },
+      { label: 'From', get: (c) => placeText(c.from) || '—' },
+      { label: 'To', get: (c) => placeText(c.to) || '—' },
+    ], changes) : null);
 }
