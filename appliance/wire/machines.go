@@ -96,6 +96,9 @@ type MachineView struct {
 	UpdatedAt    time.Time         `json:"updated_at"`
 	LastSeen     time.Time         `json:"last_seen,omitzero"`
 	Commissioned time.Time         `json:"commissioned,omitzero"`
+	// Layout is the interface layout an operator gave the machine (net
+	// set -layout); GET …/network-plan says which one applies and why.
+	Layout string `json:"layout,omitempty"`
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64   `json:"index"`
 	BMC   *BMCView `json:"bmc,omitempty"`
