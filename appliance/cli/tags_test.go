@@ -40,13 +40,15 @@ type transcript struct {
 // Raft indexes depend on what else the node proposed meanwhile.
 var indexes = regexp.MustCompile(`index \d+`)
 
-// sortIndented sorts each run of indented lines: lists by machine ID are
-// in the order of the IDs, which are random.
+// sortIndented sorts each run of lines that start with a machine ID
+// (indented or not): lists by machine ID are in the order of the IDs,
+// which are random.
 func sortIndented(s string) string {
 	lines := strings.Split(s, "\n")
+	byMachine := func(l string) bool { return strings.HasPrefix(strings.TrimLeft(l, " "), "m-") }
 	for i := 0; i < len(lines); {
 		j := i
-		for j < len(lines) && strings.HasPrefix(lines[j], "  m-") {
+		for j < len(lines) && byMachine(lines[j]) {
 			j++
 		}
 		slices.Sort(lines[i:j])
