@@ -149,7 +149,7 @@ var rules = map[string]rule{
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
 		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
-		tests:   []string{"appliance/nodetest", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
+		tests:   []string{"appliance/nodetest", "lab/fleet", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
