@@ -3,7 +3,7 @@
 // machine or a tag uses. Listed, edited as JSON (checked to parse before it
 // is sent; the node checks the rest) and deleted.
 
-import { get, post, put, del, watch, enc, hasRoute } from './api.js';
+import { get, request, del, watch, enc, hasRoute } from './api.js';
 import { h, section, table, empty, errorBox, when } from './dom.js';
 import { Form, FieldError, formDialog, confirmDelete } from './forms.js';
 
@@ -14,15 +14,20 @@ export function mount(main, route) {
 
 const listOf = (d, key) => (Array.isArray(d) ? d : (d && d[key]) || []);
 
-// docOf is a layout's document as text, whichever way the answer carries it
-// (an object under layout, or the stored text under json).
+// docOf is a layout's file as it was saved (the answer's json).
 export function docOf(l) {
   if (!l) return '';
+  if (typeof l.json === 'string') return l.json;
   if (l.layout && typeof l.layout === 'object') return JSON.stringify(l.layout, null, 2);
-  if (typeof l.json === 'string' && l.json) {
-    try { return JSON.stringify(JSON.parse(l.json), null, 2); } catch { return l.json; }
-  }
   return '';
+}
+
+// save sends the file as typed (the node reads it strictly and says what
+// is wrong with it), the comment in the query.
+function save(method, name, v) {
+  parsed(v.json);
+  const q = v.comment ? `?comment=${enc(v.comment)}` : '';
+  return request(method, `/api/v1/layouts/${enc(name)}${q}`, v.json, { type: 'application/json' });
 }
 
 const EXAMPLE = JSON.stringify({
@@ -83,8 +88,7 @@ async function addLayout() {
     confirm: 'Add layout',
     wide: true,
     submit: async (v) => {
-      const doc = parsed(v.json);
-      await post('/api/v1/layouts', { name: v.name.trim(), layout: doc, comment: v.comment });
+      await save('POST', v.name.trim(), v);
       return { name: v.name.trim() };
     },
   });
@@ -104,8 +108,7 @@ function layoutPage(main, name) {
         confirm: 'Save layout',
         extra: [h('button', { type: 'button', class: 'danger-text', id: 'delete-layout', onclick: () => remove() }, 'Delete layout…')],
         submit: async (v) => {
-          const doc = parsed(v.json);
-          const r = await put(`/api/v1/layouts/${enc(name)}`, { name, layout: doc, comment: v.comment });
+          const r = await save('PUT', name, v);
           form.status.className = 'alert form-ok';
           form.status.hidden = false;
           form.status.replaceChildren(h('p', {}, 'Saved.'));
