@@ -4,7 +4,7 @@ BIN      := bin/rollcall
 PKGS     := ./...
 GOFLAGS_BUILD := -trimpath -ldflags="-s -w"
 
-.PHONY: all build run test unit e2e bench lint fmt-check vet fuzz clean image iso
+.PHONY: all build run test unit e2e e2e-full bench lint fmt-check vet fuzz clean image deploy-image iso
 
 all: build
 
@@ -30,8 +30,16 @@ unit:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # End-to-end: real rollcall processes forming a cluster, killed and restarted.
-e2e: build image
+e2e: build image deploy-image
 	$(GO) test -count=1 -timeout 20m -tags e2e -run . ./lab/e2e/
+
+# The slow end-to-end tests, not part of `make test`: a Debian root with the
+# real cloud-init (mmdebstrap from Debian's packages, a few minutes, cached
+# in bin/deploy-image) deployed and booted under SeaBIOS and OVMF.
+E2E_FULL_RUN ?= Debian
+e2e-full: build image deploy-image
+	$(GO) run ./lab/deployimage/cmd/deploy-image -debian -out bin/deploy-image/debian
+	$(GO) test -count=1 -timeout 60m -tags e2e,e2e_full -run '$(E2E_FULL_RUN)' -v ./lab/e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./raftfsm/ ./raftfsm/cluster/
@@ -57,6 +65,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecords -fuzztime 30s ./store/
 	$(GO) test -run '^$$' -fuzz FuzzParseSMBIOS -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzParseLLDPFrame -fuzztime 30s ./agent/collect/
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./lab/deployimage/gpt/
+	$(GO) test -run '^$$' -fuzz FuzzParseUserData -fuzztime 30s ./lab/deployimage/nocloud/
+	$(GO) test -run '^$$' -fuzz FuzzParseChecksums -fuzztime 30s ./appliance/oscatalog/
+	$(GO) test -run '^$$' -fuzz FuzzDetect -fuzztime 30s ./appliance/oscatalog/
 
 clean:
 	rm -rf bin
@@ -66,3 +78,10 @@ clean:
 # it needs. Reproducible; prints its size.
 image:
 	$(GO) run ./images/commissioning/build -out bin/image
+
+# The deploy tests' disk image (lab/deployimage): GPT with BIOS boot, ESP and
+# an ext4 root holding Debian's kernel and tinyinit, booting under SeaBIOS
+# and OVMF; built offline, cached in bin/deploy-image by its inputs, linked
+# as bin/deploy-image/tiny/disk.raw.
+deploy-image:
+	$(GO) run ./lab/deployimage/cmd/deploy-image -out bin/deploy-image/tiny

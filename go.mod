@@ -15,6 +15,7 @@ require (
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/insomniacslk/dhcp v0.0.0-20241203100832-a481575ed0ef
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/klauspost/compress v1.20.1
 	github.com/mattn/go-runewidth v0.0.16
 	github.com/pin/tftp/v3 v3.2.0
 	github.com/prometheus/client_golang v1.25.0

@@ -153,7 +153,7 @@ func SubnetOf(tx *store.Tx, a netip.Addr) (store.Subnet, error) {
 // addresses never come from a dynamic or reserved range, reserved ones never
 // from a dynamic range, and DHCP ones only from a dynamic range.
 func Claim(tx *store.Tx, a store.Address) error {
-	a, s, err := checkClaim(tx, a)
+	a, s, err := checkClaim(tx, a, false)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,17 @@ func Claim(tx *store.Tx, a store.Address) error {
 // transaction, and claimed later, when Claim checks it again against the
 // state it is applied to.
 func CheckClaim(tx *store.Tx, a store.Address) error {
-	_, _, err := checkClaim(tx, a)
+	_, _, err := checkClaim(tx, a, false)
+	return err
+}
+
+// CheckReclaim is CheckClaim for an address that a.Machine holds already
+// and is to hold as another kind or on another interface (an auto address
+// an operator pins): every check but "in use", which the caller answers
+// by releasing the machine's record before it claims the address again.
+// An address held by anyone else fails as in CheckClaim.
+func CheckReclaim(tx *store.Tx, a store.Address) error {
+	_, _, err := checkClaim(tx, a, true)
 	return err
 }
 
@@ -196,7 +206,7 @@ func ClaimAll(tx *store.Tx, as []store.Address) error {
 
 // checkClaim is Claim's checks; it returns the address as it is recorded
 // (unmapped, with its subnet) and that subnet.
-func checkClaim(tx *store.Tx, a store.Address) (store.Address, store.Subnet, error) {
+func checkClaim(tx *store.Tx, a store.Address, own bool) (store.Address, store.Subnet, error) {
 	a.IP = a.IP.Unmap()
 	s, err := SubnetOf(tx, a.IP)
 	if err != nil {
@@ -261,6 +271,9 @@ func checkClaim(tx *store.Tx, a store.Address) (store.Address, store.Subnet, err
 	if tx.AddressUsed(a.IP) {
 		// The words of store.PutAddress, which refuses it too.
 		old, _ := tx.Address(a.IP)
+		if own && old.Machine == a.Machine && a.Machine != "" {
+			return a, s, nil
+		}
 		who := old.Machine
 		if who == "" {
 			who = old.Name

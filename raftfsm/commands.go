@@ -63,15 +63,26 @@ const (
 	TypeJobFinish  Type = 92
 	TypeBMCSet     Type = 93
 
-	TypeLayoutPut    Type = 110
-	TypeLayoutDelete Type = 111
-	TypeTagPut       Type = 100
-	TypeTagDelete    Type = 101
-	TypeMachineTags  Type = 102
-	TypeAutoTagsSet  Type = 103
-	TypeLocationSet  Type = 104
-	TypeRackPut      Type = 105
-	TypeRackDelete   Type = 106
+	TypeLayoutPut     Type = 110
+	TypeLayoutDelete  Type = 111
+	TypeTagPut        Type = 100
+	TypeTagDelete     Type = 101
+	TypeMachineTags   Type = 102
+	TypeAutoTagsSet   Type = 103
+	TypeLocationSet   Type = 104
+	TypeRackPut       Type = 105
+	TypeRackDelete    Type = 106
+	TypeMachineNetSet Type = 107
+
+	TypeOSVersionAdd    Type = 120
+	TypeOSPromote       Type = 121
+	TypeOSVersionRemove Type = 122
+	TypeOSImageSet      Type = 123
+	TypeOSHave          Type = 124
+	TypeOSImageDelete   Type = 125
+	TypeOSPrune         Type = 126
+	TypeOSSyncStart     Type = 127
+	TypeOSSyncEnd       Type = 128
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -109,7 +120,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands())
+		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -74,13 +75,18 @@ func (c *LayoutDelete) apply(tx *store.Tx) error {
 	return tx.DeleteLayout(c.Name)
 }
 
-// layoutUser names the first tag that uses a layout, or "": LayoutDelete
-// then refuses, and the API's precheck, which runs this apply, answers
-// before a Raft entry is taken.
-//
-// TODO(issue 19): machines do not reference a layout yet (rollcall net set
-// ID -layout L); when they do, look them up here too.
+// layoutUser names the first machine (by ID) or tag (by name) that uses a
+// layout, or "": LayoutDelete then refuses, and the API's precheck, which
+// runs this apply, answers before a Raft entry is taken. Machines are
+// found through their layout index, not by reading the fleet.
 func layoutUser(tx *store.Tx, name string) (string, error) {
+	if ids := tx.MachineIDsByLayout(name); len(ids) > 0 {
+		who := "machine " + ids[0]
+		if len(ids) > 1 {
+			who += fmt.Sprintf(" and %d other machines", len(ids)-1)
+		}
+		return who, nil
+	}
 	tags, err := tx.Tags()
 	if err != nil {
 		return "", err

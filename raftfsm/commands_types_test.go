@@ -66,6 +66,17 @@ var pinnedTypes = map[string]struct {
 	"rack-put":      {105, 1},
 	"rack-delete":   {106, 1},
 
+	"machine-net-set":   {107, 1},
+	"os-version-add":    {120, 1},
+	"os-promote":        {121, 1},
+	"os-version-remove": {122, 1},
+	"os-image-set":      {123, 1},
+	"os-have":           {124, 1},
+	"os-image-delete":   {125, 1},
+	"os-prune":          {126, 1},
+	"os-sync-start":     {127, 1},
+	"os-sync-end":       {128, 1},
+
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},
 }

@@ -44,3 +44,9 @@ func (t *Tx) PutLayout(l Layout) error {
 func (t *Tx) DeleteLayout(name string) error {
 	return t.deleteNamed(bucketLayouts, TableLayouts, "layout", name)
 }
+
+// MachineIDsByLayout returns the machines an operator gave this layout
+// (Machine.Layout; not the ones that have it through a tag).
+func (t *Tx) MachineIDsByLayout(name string) []string {
+	return t.lookup(bucketMachineByLayout, name)
+}

@@ -48,3 +48,56 @@ func TestLayouts(t *testing.T) {
 		t.Errorf("deleting a missing layout: %v (public %q)", err, Public(err))
 	}
 }
+
+// A machine's own layout is indexed (LayoutDelete asks who uses one); the
+// index bucket is made by the first machine given a layout.
+func TestMachinesByLayout(t *testing.T) {
+	db := open(t)
+	a := Machine{ID: "m-00000000000a", State: StateNew}
+	b := Machine{ID: "m-00000000000b", State: StateNew, Layout: "gpu-bond"}
+	if err := write(t, db, 1, func(tx *Tx) error { return tx.PutMachine(a) }); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if tx.tx.Bucket(bucketMachineByLayout) != nil {
+			t.Error("layout index made before any machine has a layout")
+		}
+		if ids := tx.MachineIDsByLayout("gpu-bond"); ids != nil {
+			t.Errorf("MachineIDsByLayout = %v", ids)
+		}
+		return nil
+	})
+	a.Layout = "gpu-bond"
+	if err := write(t, db, 2, func(tx *Tx) error {
+		if err := tx.PutMachine(a); err != nil {
+			return err
+		}
+		return tx.PutMachine(b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if d := cmp.Diff([]string{a.ID, b.ID}, tx.MachineIDsByLayout("gpu-bond")); d != "" {
+			t.Errorf("by layout: %s", d)
+		}
+		return nil
+	})
+	a.Layout = "other"
+	if err := write(t, db, 3, func(tx *Tx) error {
+		if err := tx.PutMachine(a); err != nil {
+			return err
+		}
+		return tx.DeleteMachine(b.ID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if ids := tx.MachineIDsByLayout("gpu-bond"); ids != nil {
+			t.Errorf("after a change and a delete, by layout gpu-bond = %v", ids)
+		}
+		if d := cmp.Diff([]string{a.ID}, tx.MachineIDsByLayout("other")); d != "" {
+			t.Errorf("by layout other: %s", d)
+		}
+		return nil
+	})
+}

@@ -34,8 +34,9 @@ var (
 	// then holds the buckets an older node's does, so the two hash alike
 	// at one index during a rolling upgrade (StateCheck). Reads treat a
 	// missing one as empty.
-	bucketMachineByTag  = []byte("machines.by_tag")
-	bucketMachineByRack = []byte("machines.by_rack")
+	bucketMachineByTag    = []byte("machines.by_tag")
+	bucketMachineByRack   = []byte("machines.by_rack")
+	bucketMachineByLayout = []byte("machines.by_layout")
 
 	allBuckets = [][]byte{
 		bucketMachines, bucketMachineByMAC, bucketMachineByUUID, bucketMachineBySer,
@@ -58,15 +59,24 @@ const (
 )
 
 // Transitions lists, for each state, the states a machine may move to.
-// Later states (deploying, deployed, stateless, …) extend this table.
+// Later states (stateless, …) extend this table. A deployment
+// (deployjobs.go): ready → deploying → deployed or deploy-failed (back to
+// ready when cancelled before it wrote); deployed and deploy-failed →
+// releasing → ready (a failed release → deploy-failed; one cancelled
+// before it wiped → the state it left); re-commissioning takes a deployed
+// or failed machine back to new.
 var Transitions = map[string][]string{
 	StateNew:           {StateCommissioning, StateReady},
 	StateCommissioning: {StateReady, StateNew},
-	StateReady:         {StateNew},
+	StateReady:         {StateNew, StateDeploying},
+	StateDeploying:     {StateDeployed, StateDeployFailed, StateReady},
+	StateDeployed:      {StateReleasing, StateNew},
+	StateDeployFailed:  {StateReleasing, StateNew},
+	StateReleasing:     {StateReady, StateDeployFailed, StateDeployed},
 }
 
 // States lists the known states in lifecycle order.
-var States = []string{StateNew, StateCommissioning, StateReady}
+var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing}
 
 // CheckTransition fails with the current state and the allowed ones when
 // from → to is not a permitted move.
@@ -112,6 +122,12 @@ type Machine struct {
 	AutoTags []string `json:"auto_tags,omitempty"`
 	// Location is where the machine stands.
 	Location Location `json:"location,omitzero"`
+	// Layout names the interface layout an operator gave the machine
+	// (rollcall net set ID -layout L); "" when none, and then the first
+	// of its tags that names one, else the default, applies (see
+	// raftfsm.MachinePlan). Its pinned addresses are IPAM records of kind
+	// pinned, not fields here.
+	Layout string `json:"layout,omitempty"`
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64 `json:"index"`
 }
@@ -448,6 +464,9 @@ func machineIndexes(m Machine) []indexEntry {
 	}
 	if m.Location.Rack != "" {
 		e = append(e, indexEntry{bucketMachineByRack, m.Location.Rack})
+	}
+	if m.Layout != "" {
+		e = append(e, indexEntry{bucketMachineByLayout, m.Layout})
 	}
 	return e
 }

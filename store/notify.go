@@ -50,6 +50,10 @@ func tableBit(table string) uint32 {
 		return 1 << 6
 	case TableRacks:
 		return 1 << 7
+	case TableOSImages:
+		return 1 << 8
+	case TableDeployJobs:
+		return 1 << 9
 	}
 	return 1 << 31
 }

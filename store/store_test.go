@@ -129,6 +129,18 @@ func TestTransitions(t *testing.T) {
 		{StateReady, StateCommissioning, false},
 		{StateNew, StateNew, false},
 		{"bogus", StateNew, false},
+		{StateReady, StateDeploying, true},
+		{StateNew, StateDeploying, false},
+		{StateDeploying, StateDeployed, true},
+		{StateDeploying, StateDeployFailed, true},
+		{StateDeploying, StateReady, true}, // cancelled before it wrote
+		{StateDeployed, StateReleasing, true},
+		{StateDeployed, StateReady, false}, // only through a release, which wipes
+		{StateDeployed, StateNew, true},    // re-commission
+		{StateDeployFailed, StateReleasing, true},
+		{StateDeployFailed, StateDeploying, false},
+		{StateReleasing, StateReady, true},
+		{StateReleasing, StateDeployFailed, true},
 	}
 	for _, c := range cases {
 		err := CheckTransition(c.from, c.to)

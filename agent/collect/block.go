@@ -35,6 +35,11 @@ func collectDisks(fs sysfs, r *inventory.Report) error {
 		}
 		d.Serial = firstNonEmpty(fs.str(base+"/device/serial"), fs.str(base+"/serial"), vpdSerial(fs.str(base+"/device/vpd_pg80")))
 		d.WWN = wwnOf(firstNonEmpty(fs.str(base+"/wwid"), fs.str(base+"/device/wwid")))
+		d.ReadOnly = fs.int(base+"/ro", 0) == 1
+		if lbs := fs.int(base+"/queue/logical_block_size", 0); lbs >= 512 && lbs <= 64<<10 {
+			d.LogicalBlockSize = int(lbs)
+		}
+		d.ByPath = byPathOf(name, d.Transport, fs.pciAddress(base+"/device"), fs.int(base+"/nsid", 0))
 		r.Disks = append(r.Disks, d)
 	}
 	return nil
@@ -58,6 +63,32 @@ func transportOf(name, devPath string) string {
 		return "mmc"
 	case strings.HasPrefix(name, "sd"):
 		return "scsi"
+	}
+	return ""
+}
+
+// byPathOf is udev's path_id name for the disks whose name it can be told
+// from without udev: a virtio-blk disk is its PCI function
+// (pci-0000:00:03.0), an NVMe namespace its controller's function and
+// namespace ID (pci-0000:00:05.0-nvme-1). SCSI, SATA and USB paths depend
+// on udev's version: left out rather than guessed.
+func byPathOf(name, transport, pci string, nsid int64) string {
+	if pci == "" {
+		return ""
+	}
+	switch transport {
+	case "virtio":
+		return "pci-" + pci
+	case "nvme":
+		if nsid <= 0 {
+			// nvme0n1 → 1, when the kernel has no nsid file.
+			if i := strings.LastIndexByte(name, 'n'); i > 0 {
+				fmt.Sscan(name[i+1:], &nsid)
+			}
+		}
+		if nsid > 0 {
+			return fmt.Sprintf("pci-%s-nvme-%d", pci, nsid)
+		}
 	}
 	return ""
 }

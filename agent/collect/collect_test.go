@@ -52,7 +52,7 @@ func TestCollectFixtures(t *testing.T) {
 				},
 				Memory: inventory.Memory{TotalBytes: 263518412 * 1024, NUMANodes: []int64{131608720 * 1024, 131909692 * 1024}},
 				Disks: []inventory.Disk{
-					{Name: "nvme0n1", SizeBytes: 3750748848 * 512, Model: "Dell Ent NVMe PM1733a RI 1.92TB", Serial: "S6CRNA0T123456", WWN: "eui.36344730521234560025384500000001", Transport: "nvme"},
+					{Name: "nvme0n1", SizeBytes: 3750748848 * 512, Model: "Dell Ent NVMe PM1733a RI 1.92TB", Serial: "S6CRNA0T123456", WWN: "eui.36344730521234560025384500000001", Transport: "nvme", ByPath: "pci-0000:b1:00.0-nvme-1"},
 					{Name: "sda", SizeBytes: 937703088 * 512, Model: "MZ7L3480HCHQ-00A07", Serial: "S6KNNE0T103456", WWN: "naa.5002538f4251c7a2", Transport: "sata"},
 					{Name: "sdb", SizeBytes: 15628053168 * 512, Model: "ST8000NM001A", Serial: "ZA1B2C3D0000C1234ABC", WWN: "naa.5000c500c8a1b2c3", Rotational: true, Transport: "sas"},
 				},
@@ -85,8 +85,8 @@ func TestCollectFixtures(t *testing.T) {
 				CPUs:   []inventory.CPU{{Socket: 0, Vendor: "AuthenticAMD", Model: "AMD EPYC 7543 32-Core Processor", Cores: 4, Threads: 8, MHz: 2795, NUMANode: 0}},
 				Memory: inventory.Memory{TotalBytes: 131733524 * 1024, NUMANodes: []int64{131733524 * 1024}},
 				Disks: []inventory.Disk{
-					{Name: "nvme0n1", SizeBytes: 7099998208 * 512, Model: "SAMSUNG MZWLJ3T8HBLS-00007", Serial: "S5RXNE0R700123", WWN: "eui.36563030540000000001", Transport: "nvme"},
-					{Name: "nvme0n2", SizeBytes: 390625000 * 512, Model: "SAMSUNG MZWLJ3T8HBLS-00007", Serial: "S5RXNE0R700123", WWN: "eui.36563030540000000002", Transport: "nvme"},
+					{Name: "nvme0n1", SizeBytes: 7099998208 * 512, Model: "SAMSUNG MZWLJ3T8HBLS-00007", Serial: "S5RXNE0R700123", WWN: "eui.36563030540000000001", Transport: "nvme", ByPath: "pci-0000:41:00.0-nvme-1"},
+					{Name: "nvme0n2", SizeBytes: 390625000 * 512, Model: "SAMSUNG MZWLJ3T8HBLS-00007", Serial: "S5RXNE0R700123", WWN: "eui.36563030540000000002", Transport: "nvme", ByPath: "pci-0000:41:00.0-nvme-2"},
 				},
 				NVMe: []inventory.NVMe{{Name: "nvme0", Model: "SAMSUNG MZWLJ3T8HBLS-00007", Serial: "S5RXNE0R700123", Firmware: "EPK9CB5Q", PCIAddress: "0000:41:00.0",
 					Namespaces: []inventory.NVMeNamespace{
@@ -116,8 +116,8 @@ func TestCollectFixtures(t *testing.T) {
 				CPUs:    []inventory.CPU{{Socket: 0, Vendor: "GenuineIntel", Model: "QEMU Virtual CPU version 2.5+", Cores: 2, Threads: 2, MHz: 2400, NUMANode: 0}},
 				Memory:  inventory.Memory{TotalBytes: 2013204 * 1024, NUMANodes: []int64{2013204 * 1024}},
 				Disks: []inventory.Disk{
-					{Name: "nvme0n1", SizeBytes: 1 << 30, Model: "QEMU NVMe Ctrl", Serial: "rc-nvme-1", WWN: "nvme.1b36-72632d6e766d652d31-51454d55204e564d65204374726c-00000001", Transport: "nvme"},
-					{Name: "vda", SizeBytes: 10 << 30, Serial: "rc-vda-1", Rotational: true, Transport: "virtio"},
+					{Name: "nvme0n1", SizeBytes: 1 << 30, Model: "QEMU NVMe Ctrl", Serial: "rc-nvme-1", WWN: "nvme.1b36-72632d6e766d652d31-51454d55204e564d65204374726c-00000001", Transport: "nvme", ByPath: "pci-0000:00:05.0-nvme-1"},
+					{Name: "vda", SizeBytes: 10 << 30, Serial: "rc-vda-1", Rotational: true, Transport: "virtio", ByPath: "pci-0000:00:03.0"},
 				},
 				NVMe: []inventory.NVMe{{Name: "nvme0", Model: "QEMU NVMe Ctrl", Serial: "rc-nvme-1", Firmware: "7.2.4", PCIAddress: "0000:00:05.0",
 					Namespaces: []inventory.NVMeNamespace{{Name: "nvme0n1", SizeBytes: 1 << 30}}}},

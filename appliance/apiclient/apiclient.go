@@ -5,6 +5,7 @@
 package apiclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -150,4 +151,54 @@ func Decode(resp *http.Response, out any) error {
 		return nil
 	}
 	return json.Unmarshal(b, out)
+}
+
+// Stream sends a request (a raw body of known length, a JSON value, or
+// none) and hands each line of a 2xx answer to line (NDJSON: the OS
+// catalog's sync and import); a non-2xx answer is an *Error, as Do's. It
+// has no overall timeout (a sync takes as long as its downloads): ctx
+// bounds it. A body is never retried.
+func (c *Client) Stream(ctx context.Context, method, path string, in any, body io.Reader, size int64, line func([]byte) error) error {
+	var rd io.Reader
+	ctype := "application/octet-stream"
+	switch {
+	case body != nil:
+		rd = body
+	case in != nil:
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		rd, size, ctype = bytes.NewReader(b), int64(len(b)), "application/json"
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
+	if err != nil {
+		return err
+	}
+	if rd != nil {
+		req.ContentLength = size
+		req.Header.Set("Content-Type", ctype)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := *c.HTTP
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %w", c.Base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return Decode(resp, nil)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if err := line(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("the answer from %s broke off: %w", c.Base, err)
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func (s *Server) Run(ctx context.Context, log *slog.Logger) error {
 	// or a sync period passed, not on every wake-up.
 	var gcRefs string
 	var gcAt time.Time
-	return s.conf.DB.Follow(ctx, []string{store.TableImages, store.TableCluster}, imageSyncEvery, s.wake, func(ctx context.Context) error {
+	return s.conf.DB.Follow(ctx, []string{store.TableImages, store.TableOSImages, store.TableCluster}, imageSyncEvery, s.wake, func(ctx context.Context) error {
 		refs, err := s.syncOnce(ctx, log)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("image sync incomplete; will retry", "err", err)
@@ -52,10 +52,14 @@ func (s *Server) Run(ctx context.Context, log *slog.Logger) error {
 // syncOnce fetches what this node lacks; it returns the blobs images name.
 func (s *Server) syncOnce(ctx context.Context, log *slog.Logger) (map[string]bool, error) {
 	var images []store.Image
+	var osImages []store.OSImage
 	nodes := map[string]string{}
 	if err := s.conf.DB.View(func(tx *store.Tx) error {
 		var err error
 		if images, err = tx.Images(); err != nil {
+			return err
+		}
+		if osImages, err = tx.OSImages(); err != nil {
 			return err
 		}
 		ns, err := tx.Nodes()
@@ -92,6 +96,7 @@ func (s *Server) syncOnce(ctx context.Context, log *slog.Logger) (map[string]boo
 			}
 		}
 	}
+	errs = append(errs, s.syncOS(ctx, log, osImages, nodes, referenced))
 	return referenced, errors.Join(errs...)
 }
 

@@ -64,9 +64,20 @@ Network (fabric → VLAN → subnet → ranges, addresses):
   rollcall ip list [-subnet CIDR] | reserve ADDR -name N | release ADDR
   (every list and show takes -json)
 
+Interfaces (layouts: physical, bond, vlan; NICs by selectors):
+  rollcall layout add NAME FILE.json [-comment T] | set NAME FILE.json | rm NAME | list | show NAME
+  rollcall net set ID|NAME [-layout L] [-static IFACE=ADDR ...] [-no-static]   -layout "" clears it
+  rollcall net show ID|NAME [-json]    the plan: layout and why, NICs chosen, addresses, network-config, udev rules
+
 Boot images:
   rollcall image import NAME -kernel F -initrd F [-squashfs F]   upload to one node; the others fetch and verify
   rollcall image list [-json] | rm NAME
+
+OS images (the catalog deployments write to disk):
+  rollcall os list [-json]                               versions, current, sizes, hashes, nodes holding each
+  rollcall os sync [NAME…] [-force]                      fetch os_sources' checksum files; download what changed
+  rollcall os import NAME FILE|URL [-family debian|rhel] a qcow2 or raw image, uploaded or fetched by the node
+  rollcall os promote NAME VERSION | rm NAME VERSION
 
 Export:
   rollcall export postgres -dsn URL [-schema rollcall] [-data DIR]   copy the store into PostgreSQL
@@ -124,12 +135,16 @@ var verbs = map[string]verb{
 	"bmc":     {run: cmdBMC},
 	// image.go, export.go, boottoken.go
 	"image":      {run: cmdImage},
+	"os":         {run: cmdOS}, // os.go
 	"export":     {run: cmdExport},
 	"boot-token": {run: cmdBootToken},
 	// network.go
 	"fabric": {run: network("fabric")},
 	"vlan":   {run: network("vlan")},
 	"subnet": {run: network("subnet")},
+	// layout.go, net.go
+	"layout": {run: cmdLayout},
+	"net":    {run: cmdNet},
 	"range":  {run: network("range")},
 	"ip":     {run: network("ip")},
 }

@@ -91,7 +91,7 @@ func cmdSetup(args []string, s streams) error {
 		host := ch.Address.Addr().String()
 		var err error
 		n, err = node.Start(ctx, node.Options{
-			DataDir: *data, Name: ch.Name, Join: ch.Join, RedfishDetect: true,
+			DataDir: *data, Name: ch.Name, Join: ch.Join, RedfishDetect: true, OSSyncTimer: true,
 			HTTPAddr: net.JoinHostPort(host, "8080"), RaftAddr: net.JoinHostPort(host, "8300"),
 			Logger: slog.New(slog.NewTextHandler(logf, nil)), // the screen is the setup's
 		})

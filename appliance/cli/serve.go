@@ -31,6 +31,7 @@ func cmdServe(args []string, s streams) error {
 	fs.StringVar(&o.HTTPSAddr, "https", "", "HTTPS API listen address, with a certificate from the cluster CA (off when empty)")
 	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (default DATA/rollcall.json when present)")
 	fs.BoolVar(&o.RedfishDetect, "bmc-detect", true, "after commissioning, ask IPMI BMCs whether they speak Redfish")
+	fs.BoolVar(&o.OSSyncTimer, "os-sync", true, "on the leader, sync os_sources every os_sync_interval (default nightly)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err

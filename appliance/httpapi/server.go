@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
+	"github.com/rollcall/rollcall/appliance/oscatalog"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/power/jobs"
@@ -68,6 +69,9 @@ type Config struct {
 	Jobs    *jobs.Runner    // BMC commands run as jobs
 	Boot    *bootfiles.Server
 	Blobs   *bootfiles.Blobs // where image uploads land
+	// OS is the OS image catalog's sync and import; nil: its routes
+	// answer 503.
+	OS *oscatalog.Catalog
 	// Export is the PostgreSQL mirror's runner, nil without
 	// postgres_export (a func: the node may set it up after the API).
 	Export func() *pgexport.Runner
@@ -131,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 		s.facts = &tagrule.FactsCache{}
 	}
 	s.net = &netAPI{s: s, pending: map[netip.Addr]bool{}}
-	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors}}
+	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors}}
 	engine, err := s.router()
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/wire"
+	"github.com/rollcall/rollcall/ipam/layout"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -118,6 +119,15 @@ var conversions = []conversion{
 	written(wirePart),
 	written(wireExportStats),
 	written(wireExportStatus),
+	written(wireLayout),
+	written(wireOSImage).nesting(map[string]string{"versions": "wire.OSVersion, by wireOSVersion"}),
+	written(func(v store.OSVersion) wire.OSVersion { return wireOSVersion(v, "") }).
+		leaving(map[string]string{"file": "its sha256 and size, flattened"}).
+		adding(map[string]string{"sha256": "the file's", "size": "the file's", "current": "whether the name's current is this version"}),
+	written(wireOSSync).leaving(map[string]string{
+		"until": "when the holder's claim lapses: the node's business; running says whether it holds",
+		"index": "the change index is the list's",
+	}).adding(map[string]string{"running": "whether a sync holds the claim now"}),
 }
 
 // The wire types are written, not inherited (STYLE.md 20): a field added to
@@ -218,6 +228,14 @@ var unconverted = map[string]string{
 	"LocationsReply": "wire types composed", "ImportChange": "written from a row of the import's plan",
 	"ImportError": "written from a bad row of the import", "ImportReply": "wire types composed",
 	"RackList": "wire types composed", "RackUnit": "written from a machine in the rack", "RackDetail": "wire types composed",
+	"LayoutList": "wire types composed", "NetworkRequest": "a request", "NetworkView": "written by its handler from the record and its pins",
+	"LayoutDoc": "a request: the layout's file, which ipam/layout parses (TestLayoutDocIsTheLayoutShape)", "LayoutInterface": "part of LayoutDoc",
+	"LayoutBond": "part of LayoutDoc", "LayoutLink": "part of LayoutDoc",
+	"NetworkPlan": "written by wireNetworkPlan from a layout.Plan (TestNetworkPlanAnswer)", "PlanChoice": "part of NetworkPlan", "PlanAddress": "part of NetworkPlan",
+	"OSList": "wire types composed", "OSResult": "wire types composed", "OSStreamLine": "wire types composed",
+	"OSSyncRequest": "a request decoded field by field into oscatalog.SyncRequest", "OSPromoteRequest": "one version name",
+	"OSProgress":   "oscatalog.Progress (not a record) copied field by field in osStream.progress",
+	"OSSyncResult": "oscatalog.NameResult (not a record) copied field by field in postOSSync",
 }
 
 // Every wire type is written by a conversion above, or is named in
@@ -373,6 +391,22 @@ func TestWireStatesAreTheStores(t *testing.T) {
 	for w, s := range map[string]string{wire.StateNew: store.StateNew, wire.StateCommissioning: store.StateCommissioning, wire.StateReady: store.StateReady} {
 		if w != s {
 			t.Errorf("wire state %q, store state %q", w, s)
+		}
+	}
+}
+
+// The document's description of a layout (wire.LayoutDoc) is the shape
+// ipam/layout parses, field for field: a field added to a layout shows up
+// in the OpenAPI document only when it is written here too.
+func TestLayoutDocIsTheLayoutShape(t *testing.T) {
+	for _, pair := range [][2]reflect.Type{
+		{reflect.TypeFor[wire.LayoutDoc](), reflect.TypeFor[layout.Layout]()},
+		{reflect.TypeFor[wire.LayoutInterface](), reflect.TypeFor[layout.Interface]()},
+		{reflect.TypeFor[wire.LayoutBond](), reflect.TypeFor[layout.Bond]()},
+		{reflect.TypeFor[wire.LayoutLink](), reflect.TypeFor[layout.Link]()},
+	} {
+		if a, b := jsonNames(pair[0]), jsonNames(pair[1]); !slices.Equal(a, b) {
+			t.Errorf("%v has %v, %v has %v", pair[0], a, pair[1], b)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func wireMachine(m store.Machine) wire.MachineView {
 	v := wire.MachineView{
 		ID: m.ID, Name: m.Name, State: m.State, SystemUUID: m.SystemUUID, Serial: m.Serial,
 		MACs: m.MACs, BootMAC: m.BootMAC, IdentityKey: m.IdentityKey, IPs: m.IPs, Summary: m.Summary,
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, LastSeen: m.LastSeen, Commissioned: m.Commissioned, Index: m.Index,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, LastSeen: m.LastSeen, Commissioned: m.Commissioned, Layout: m.Layout, Index: m.Index,
 		Tags: m.Tags, AutoTags: m.AutoTags, Location: wireLocation(m.Location),
 	}
 	if m.BMC != nil {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/rollcall/rollcall/appliance/oscatalog"
 
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/pgexport"
@@ -46,6 +49,36 @@ type FileConfig struct {
 	TLSNames []string `json:"tls_names,omitempty"`
 	// PostgresExport runs the continuous PostgreSQL mirror on the leader.
 	PostgresExport *pgexport.Settings `json:"postgres_export,omitempty"`
+	// OSSources are the upstream images `rollcall os sync` follows (name,
+	// url, checksum_url, family, track); absent, oscatalog.DefaultSources:
+	// Debian 13, Ubuntu 24.04, Rocky 9, AlmaLinux 9, CentOS Stream 9. An
+	// empty list follows none.
+	OSSources *[]oscatalog.Source `json:"os_sources,omitempty"`
+	// OSKeep is how many versions per name pruning keeps (default 3).
+	OSKeep int `json:"os_keep,omitempty"`
+	// OSSyncInterval is how often the leader syncs os_sources, as a Go
+	// duration ("24h", the default; "off" never).
+	OSSyncInterval string `json:"os_sync_interval,omitempty"`
+}
+
+// osSyncInterval is os_sync_interval: 0 the default, negative off.
+func (c FileConfig) osSyncInterval() time.Duration {
+	switch c.OSSyncInterval {
+	case "":
+		return 0
+	case "off":
+		return -1
+	}
+	d, _ := time.ParseDuration(c.OSSyncInterval)
+	return d
+}
+
+// osSources is os_sources: nil for the default list.
+func (c FileConfig) osSources() []oscatalog.Source {
+	if c.OSSources == nil {
+		return nil
+	}
+	return append([]oscatalog.Source{}, *c.OSSources...)
 }
 
 // BMCHint is one entry of bmc_hints.
@@ -114,6 +147,19 @@ func (c *FileConfig) check() error {
 	if c.PostgresExport != nil {
 		if err := c.PostgresExport.Check(); err != nil {
 			return fmt.Errorf("postgres_export: %w", err)
+		}
+	}
+	if c.OSSources != nil {
+		if err := oscatalog.CheckSources(*c.OSSources); err != nil {
+			return err
+		}
+	}
+	if c.OSKeep < 0 {
+		return fmt.Errorf("os_keep: %d: keep at least 1 version (0 is the default, 3)", c.OSKeep)
+	}
+	if v := c.OSSyncInterval; v != "" && v != "off" {
+		if d, err := time.ParseDuration(v); err != nil || d < time.Hour {
+			return fmt.Errorf("os_sync_interval: %q is not a duration of an hour or more (\"24h\"), nor \"off\"", v)
 		}
 	}
 	for _, n := range c.TLSNames {

@@ -21,7 +21,7 @@ func (n *Node) apiConfig() httpapi.Config {
 	}
 	return httpapi.Config{
 		Name: n.opts.Name, Log: n.log, DB: n.db, Cluster: n.cluster, Key: n.key, CAPEM: n.caPEM, CACert: n.caCert,
-		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs,
+		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs, OS: n.os,
 		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,
 		AdminHTTP: n.conf.AdminHTTP, AdminToken: n.conf.AdminToken, AgentToken: n.conf.AgentToken, BMCHints: hints,
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/appliance/boottoken"
 	"github.com/rollcall/rollcall/appliance/httpapi"
+	"github.com/rollcall/rollcall/appliance/oscatalog"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/dhcp"
 	"github.com/rollcall/rollcall/power"
@@ -59,6 +60,11 @@ type Options struct {
 	// speaks Redfish. `rollcall serve` turns it on; in-process nodes (tests,
 	// labs) leave it off so they never reach out to BMC addresses they made up.
 	RedfishDetect bool
+	// OSSyncTimer runs the nightly OS sync (os_sync_interval) on the
+	// leader. `rollcall serve` turns it on; in-process nodes leave it off
+	// so they never fetch vendor mirrors (a sync an operator asks for
+	// still runs).
+	OSSyncTimer bool
 
 	Logger *slog.Logger
 	// Raft tuning for tests; zero keeps raftfsm's defaults.
@@ -78,6 +84,7 @@ const (
 	fileCA        = "ca.pem"
 	fileCert      = "node.pem"
 	fileKey       = "node-key.pem"
+	dirOSWork     = "os-work" // the OS catalog's downloads and conversions in progress
 )
 
 // NodeInfo is written to DATA/node.json so that the CLI on the node finds
@@ -117,6 +124,7 @@ type Node struct {
 	boot         *bootfiles.Server // boot scripts and files, image sync
 	bootCounters *bootfiles.Metrics
 	apiServer    *httpapi.Server
+	os           *oscatalog.Catalog // the OS image catalog's sync and import
 
 	https     *http.Server
 	httpsLn   net.Listener
@@ -245,6 +253,13 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if n.boot, err = n.newBootFiles(); err != nil {
 		return nil, err
 	}
+	if n.os, err = oscatalog.New(oscatalog.Config{
+		DB: n.db, Cluster: n.cluster, Blobs: n.blobs, Node: opts.Name, WorkDir: n.path(dirOSWork),
+		Sources: n.conf.osSources(), Keep: n.conf.OSKeep, Interval: n.osSyncInterval(),
+		WakeSync: n.boot.WakeSync, Log: n.log.With("component", "oscatalog"),
+	}); err != nil {
+		return nil, err
+	}
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
 	}
@@ -279,6 +294,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.sup.run("tftp", n.tftpPart([]string{t}, srv, errc))
 	}
 	n.sup.run("image-sync", n.boot.Run)
+	n.sup.run("os-sync", n.os.Run)
 	n.sup.run("bmc-jobs", n.jobs.Run)
 	n.sup.run("dhcp", n.runDHCP)
 	if n.conf.PostgresExport != nil {
@@ -612,6 +628,18 @@ func (n *Node) API() *httpapi.Server { return n.apiServer }
 
 // Cluster is the node's Raft cluster.
 func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
+
+// osSyncInterval is os_sync_interval, or off (negative) without
+// Options.OSSyncTimer.
+func (n *Node) osSyncInterval() time.Duration {
+	if !n.opts.OSSyncTimer {
+		return -1
+	}
+	return n.conf.osSyncInterval()
+}
+
+// OS is the node's OS image catalog.
+func (n *Node) OS() *oscatalog.Catalog { return n.os }
 
 // Store is the node's local copy.
 func (n *Node) Store() *store.DB { return n.db }

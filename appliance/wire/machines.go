@@ -13,10 +13,14 @@ const (
 	StateNew           = "new"
 	StateCommissioning = "commissioning"
 	StateReady         = "ready"
+	StateDeploying     = "deploying"
+	StateDeployed      = "deployed"
+	StateDeployFailed  = "deploy-failed"
+	StateReleasing     = "releasing"
 )
 
 // States are the machine states in lifecycle order.
-var States = []string{StateNew, StateCommissioning, StateReady}
+var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing}
 
 // EnlistRequest is POST /api/v1/enlist: a commissioning agent's first
 // contact, before it has an inventory. The node finds the machine by UUID,
@@ -96,6 +100,9 @@ type MachineView struct {
 	UpdatedAt    time.Time         `json:"updated_at"`
 	LastSeen     time.Time         `json:"last_seen,omitzero"`
 	Commissioned time.Time         `json:"commissioned,omitzero"`
+	// Layout is the interface layout an operator gave the machine (net
+	// set -layout); GET …/network-plan says which one applies and why.
+	Layout string `json:"layout,omitempty"`
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64   `json:"index"`
 	BMC   *BMCView `json:"bmc,omitempty"`

@@ -65,7 +65,7 @@ type proc struct {
 
 func (n *proc) start(t *testing.T, extra ...string) {
 	t.Helper()
-	args := append([]string{"serve", "-data", n.data, "-name", n.name, "-http", n.http, "-raft", n.raft}, extra...)
+	args := append([]string{"serve", "-data", n.data, "-name", n.name, "-http", n.http, "-raft", n.raft, "-os-sync=false"}, extra...)
 	n.cmd = exec.Command(binary, args...)
 	n.log = &bytes.Buffer{}
 	w := &lockedWriter{w: n.log}

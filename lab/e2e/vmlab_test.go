@@ -139,7 +139,7 @@ func startLabNode(t *testing.T, ns *labNS, name, data, httpAddr string, args ...
 	t.Helper()
 	args = append([]string{"-name", name}, args...)
 	n := &labNode{name: name, ns: ns, data: data, base: "http://" + httpAddr, client: ns.httpClient(), log: &lockedBuffer{}, exited: make(chan error, 1)}
-	n.cmd = ns.command(context.Background(), binary, append([]string{"serve", "-data", data, "-http", httpAddr}, args...)...)
+	n.cmd = ns.command(context.Background(), binary, append([]string{"serve", "-data", data, "-http", httpAddr, "-os-sync=false"}, args...)...)
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	if err := n.cmd.Start(); err != nil {
 		t.Fatalf("rollcall serve: %v", err)

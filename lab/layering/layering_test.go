@@ -120,7 +120,7 @@ var rules = map[string]rule{
 	// The node.
 	"appliance": {why: "the package map of the node's sub-packages: documentation only, no code"},
 	"appliance/node": {why: "composes the node: the only package that knows how the services fit together",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/pki", "appliance/wire",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/oscatalog", "appliance/pki", "appliance/wire",
 			"dhcp", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/pgexport", "tftp"},
 		tests: []string{"appliance/nodetest", "lab/testenv", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only, which runs the command line", imports: []string{"appliance/cli"}},
@@ -128,9 +128,9 @@ var rules = map[string]rule{
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text; " +
 		"tags' rules parsed before a save (store/tagrule) and location files planned (store/locationcsv) on the proposer's side",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/locationcsv", "store/pgexport", "store/tagrule", "webui"},
-		tests: []string{"appliance/nodetest", "lab/fleet", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
+		tests: []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
 		imports: []string{"appliance/node", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
 	"appliance/connlimit": {why: "connection limits for the node's HTTP servers: a leaf"},
@@ -140,6 +140,10 @@ var rules = map[string]rule{
 	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
 		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
 		imports: []string{"raftfsm", "store", "tftp"}},
+	"appliance/oscatalog": {why: "the OS image catalog's sync, import and prune: reads the store, writes blobs through bootfiles' blob store, " +
+		"proposes raftfsm's OS commands through a cluster interface it declares",
+		imports: []string{"appliance/bootfiles", "raftfsm", "store"},
+		tests:   []string{"lab/testenv", "raftfsm/fsmtest"}},
 	"appliance/wire": {why: "the API's request and answer types, written field by field: the model's plain types and nothing else, so every client can use them",
 		imports: []string{"store/inventory"}},
 	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
@@ -149,7 +153,7 @@ var rules = map[string]rule{
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
 		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
-		tests:   []string{"appliance/nodetest", "lab/fleet", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
+		tests:   []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
@@ -159,18 +163,27 @@ var rules = map[string]rule{
 	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/sysinit"}},
 
 	// Programs and labs at the edge.
-	"images/commissioning/build": {why: "builds the image by running go build and apt-get: imports nothing of the module", tests: []string{"lab/testenv"}},
+	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
+	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
+	"images/initramfs":           {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
 	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
 	"lab/layering":               {why: "this test: reads the module through go list"},
-	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/testenv"}},
-	"lab/fleet":                  {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
-	"lab/baseline":               {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
-	"lab/bench/dhcp":             {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
-	"lab/bench/dhcp/replica":     {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
-	"lab/bench/export":           {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
-	"lab/bench/http":             {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
-	"lab/bench/ipam":             {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
-	"lab/bench/machines":         {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
+	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/testenv"}},
+	"lab/deployimage": {why: "builds the deploy tests' disk images from Debian's kernel (as the commissioning image) and tinyinit",
+		imports: []string{"images/debkernel", "images/initramfs", "lab/deployimage/gpt"},
+		tests:   []string{"lab/testenv"}},
+	"lab/deployimage/gpt":              {why: "reads a GPT: a leaf", tests: []string{"lab/testenv"}},
+	"lab/deployimage/nocloud":          {why: "reads a NoCloud seed as cloud-init does: a leaf", tests: []string{"lab/testenv"}},
+	"lab/deployimage/tinyinit":         {why: "the deploy test image's init: the agent's PID 1 chores, the GPT and seed readers", imports: []string{"agent/sysinit", "lab/deployimage/gpt", "lab/deployimage/nocloud"}},
+	"lab/deployimage/cmd/deploy-image": {why: "the image builder's command", imports: []string{"lab/deployimage"}},
+	"lab/fleet":                        {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
+	"lab/baseline":                     {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
+	"lab/bench/dhcp":                   {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
+	"lab/bench/dhcp/replica":           {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
+	"lab/bench/export":                 {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
+	"lab/bench/http":                   {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
+	"lab/bench/ipam":                   {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
+	"lab/bench/machines":               {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
 	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "raftfsm/cluster", "store"}},
@@ -188,6 +201,10 @@ type edge struct {
 // not here, and when an entry here is no longer allowed or no longer against
 // the direction.
 var against = map[edge]string{
+	{"lab/deployimage", "images/debkernel", false}: "the deploy test image boots the kernel the commissioning image boots, " +
+		"fetched by the one piece of code that fetches it (both are programs at the edge)",
+	{"lab/deployimage", "images/initramfs", false}: "the deploy test image's initrd is written by the commissioning image's " +
+		"reproducible writer",
 	{"raftfsm", "ipam", false}: "a service importing a service: Apply runs the network model's checks " +
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +

@@ -144,6 +144,17 @@ var packages = map[string]string{
 	"chromium":           "chromium",
 	"busybox":            "busybox",
 	"cpio":               "cpio",
+	"sgdisk":             "gdisk",
+	"debugfs":            "e2fsprogs",
+	"mkfs.ext4":          "e2fsprogs",
+	"mkfs.vfat":          "dosfstools",
+	"mkfs.xfs":           "xfsprogs",
+	"mmd":                "mtools",
+	"mcopy":              "mtools",
+	"grub-mkimage":       "grub-common",
+	"grub-mkstandalone":  "grub-common",
+	"qemu-img":           "qemu-utils",
+	"mmdebstrap":         "mmdebstrap",
 }
 
 // Package names the Debian package that ships program name (the name itself

@@ -115,6 +115,17 @@ type Disk struct {
 	Rotational bool   `json:"rotational"`
 	Transport  string `json:"transport,omitempty"` // sata, sas, nvme, virtio, usb
 	Removable  bool   `json:"removable,omitempty"`
+	// ReadOnly is the kernel's ro flag (a write-protected card, a
+	// read-only LUN): never a deployment's target.
+	ReadOnly bool `json:"read_only,omitempty"`
+	// LogicalBlockSize is queue/logical_block_size in bytes (4096 on a
+	// 4Kn disk); 0 when the agent did not report it (older agents: taken
+	// as 512).
+	LogicalBlockSize int `json:"logical_block_size,omitempty"`
+	// ByPath is the disk's /dev/disk/by-path name as udev makes it
+	// (pci-0000:00:03.0, pci-0000:00:05.0-nvme-1) where the agent can tell
+	// it from sysfs (virtio and NVMe); "" otherwise.
+	ByPath string `json:"by_path,omitempty"`
 }
 
 // NVMe is one controller with its namespaces.

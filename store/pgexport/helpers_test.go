@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -211,6 +212,7 @@ func (f *fleet) tagsRacks(t testing.TB) {
 			{ID: pgtest.ID(1), Location: raftfsm.Location{Building: "DC1", Room: "Hall B", Rack: "R7", Unit: 10}},
 			{ID: pgtest.ID(2), Location: raftfsm.Location{Building: "DC2"}},
 		}},
+		&raftfsm.MachineNetSet{Machine: pgtest.ID(1), SetLayout: true, Layout: "gpu-bond", Now: now},
 	)
 }
 
@@ -439,6 +441,7 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 		jobs      []store.Job
 		tags      []store.Tag
 		racks     []store.Rack
+		layouts   []store.Layout
 		applied   uint64
 	}
 	want := expect{machines: map[string]store.Machine{}, reports: map[string]*inventory.Report{}, events: map[string][]store.Event{}}
@@ -495,6 +498,9 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 			return err
 		}
 		if want.racks, err = tx.Racks(); err != nil {
+			return err
+		}
+		if want.layouts, err = tx.Layouts(); err != nil {
 			return err
 		}
 		return tx.ForEachJob(func(j store.Job) error { want.jobs = append(want.jobs, j); return nil })
@@ -642,6 +648,7 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 	compareList(t, conn, schema, s.Table("bmc_jobs"), want.jobs)
 	compareList(t, conn, schema, s.Table("tags"), want.tags)
 	compareList(t, conn, schema, s.Table("racks"), want.racks)
+	compareLayouts(t, conn, schema, s.Table("layouts"), want.layouts)
 
 	// images, with image_files folded back in.
 	wantImages, images := map[string]*store.Image{}, map[string]*store.Image{}
@@ -751,4 +758,40 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// compareLayouts compares the layouts table with the store: body is the
+// layout's file as a jsonb document (PostgreSQL keeps its value, not its
+// spacing), every other column as compareList does.
+func compareLayouts(t *testing.T, conn *pgx.Conn, schema string, tb *Table, want []store.Layout) {
+	t.Helper()
+	body := slices.Index(tb.ColumnNames(), "body")
+	if body < 0 {
+		t.Fatal("layouts has no body column")
+	}
+	var got []store.Layout
+	var docs []any
+	for _, r := range readTable(t, conn, schema, tb) {
+		docs = append(docs, r[body])
+		r[body] = nil
+		var l store.Layout
+		decode(t, tb, r, &l)
+		got = append(got, l)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("layouts: %d rows, the store has %d", len(got), len(want))
+	}
+	for i := range want {
+		var doc any
+		if err := json.Unmarshal([]byte(want[i].JSON), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(doc, docs[i]); d != "" {
+			t.Errorf("layouts %s: body differs from the store's file (-store +postgres):\n%s", want[i].Name, d)
+		}
+		got[i].JSON = want[i].JSON
+	}
+	if d := diffFast(want, got); d != "" {
+		t.Errorf("layouts differ from the store (-store +postgres):\n%s", d)
+	}
 }

@@ -329,6 +329,7 @@ type plan struct {
 	delJob     []string
 	delTag     []string
 	delRack    []string
+	delLayout  []string
 	net        bool // fabrics, VLANs, subnets and ranges are reloaded
 }
 
@@ -347,7 +348,7 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 		machines, events, dropped := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		addrs, nodes := map[string]bool{}, map[string]bool{}
 		blocks, leases, images, jobs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
-		tags, racks := map[string]bool{}, map[string]bool{}
+		tags, racks, layouts := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, c := range changes {
 			switch c.Table {
 			case "machines", "inventory":
@@ -373,6 +374,8 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				tags[c.Key] = true
 			case store.TableRacks:
 				racks[c.Key] = true
+			case store.TableLayouts:
+				layouts[c.Key] = true
 			case "net":
 				// The key (the bucket key in hex, store.Tx.NetRecord)
 				// names a fabric, a VLAN, a subnet or a range; the network
@@ -521,6 +524,17 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			}
 			p.rows.add("racks", s.Table("racks").row(nil, rk))
 		}
+		for _, k := range sortedKeys(layouts) {
+			l, err := tx.Layout(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delLayout = append(p.delLayout, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("layouts", s.Table("layouts").row(nil, l))
+		}
 		if p.net {
 			return p.rows.addNetwork(tx)
 		}
@@ -622,6 +636,7 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 			{"bmc_jobs", "id", p.delJob, len(p.delJob)},
 			{"tags", "name", p.delTag, len(p.delTag)},
 			{"racks", "name", p.delRack, len(p.delRack)},
+			{"layouts", "name", p.delLayout, len(p.delLayout)},
 		} {
 			if d.n > 0 {
 				if err := exec("DELETE FROM "+ident(schema, d.table)+" WHERE "+pgx.Identifier{d.column}.Sanitize()+" = ANY($1)", d.keys); err != nil {

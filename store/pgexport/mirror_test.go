@@ -353,6 +353,12 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 		}},
 		&raftfsm.RackDelete{Name: "R7"},
 		&raftfsm.RackPut{Rack: raftfsm.Rack{Name: "R12", Building: "DC1", Room: "Hall C", Height: 48}, Now: now},
+		&raftfsm.LayoutPut{Layout: raftfsm.Layout{Name: "storage", Comment: "bonded", Created: now,
+			JSON: `{"interfaces": [{"type": "bond", "name": "bond0", "members": ["all"], "links": [{"mode": "dhcp"}]}]}`}},
+		&raftfsm.LayoutPut{Layout: raftfsm.Layout{Name: "gpu-bond", Created: now,
+			JSON: `{"interfaces": [{"type": "physical", "select": "boot", "mtu": 9000, "links": [{"subnet": "boot", "mode": "auto"}]}]}`}, Replace: true},
+		&raftfsm.MachineNetSet{Machine: pgtest.ID(3), SetLayout: true, Layout: "storage", Now: now},
+		&raftfsm.MachineNetSet{Machine: pgtest.ID(1), SetLayout: true, Now: now},
 	)
 	waitExported(t, m, f.db)
 	compareAll(t, conn, schema, f.db)
@@ -366,6 +372,10 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 		{"in R12", "SELECT count(*) FROM S.machines WHERE location_rack = 'R12' AND location_room = 'Hall C'", 3},
 		{"8-GPU machines", "SELECT count(*) FROM S.machines WHERE 'gpu' = ANY(auto_tags)", count("SELECT count(*) FROM S.machines WHERE summary_gpus = 8")},
 		{"manual gpu kept", "SELECT count(*) FROM S.machines WHERE 'gpu' = ANY(tags)", 2},
+		{"layouts", "SELECT count(*) FROM S.layouts", 2},
+		{"by layout", "SELECT count(*) FROM S.machines WHERE layout = 'storage'", 1},
+		{"layout cleared", "SELECT count(*) FROM S.machines WHERE layout = 'gpu-bond'", 0},
+		{"body is a document", "SELECT count(*) FROM S.layouts WHERE body->'interfaces'->0->>'mtu' = '9000'", 1},
 	} {
 		if got := count(c.q); got != c.want {
 			t.Errorf("%s: %d, want %d", c.what, got, c.want)

@@ -152,7 +152,7 @@ func (r *rowSet) addDHCPImagesJobs(tx *store.Tx) error {
 	})
 }
 
-// addTagsRacks adds every tag definition and rack.
+// addTagsRacks adds every tag definition, rack and interface layout.
 func (r *rowSet) addTagsRacks(tx *store.Tx) error {
 	tags, err := tx.Tags()
 	if err != nil {
@@ -167,6 +167,13 @@ func (r *rowSet) addTagsRacks(tx *store.Tx) error {
 	}
 	for _, rk := range racks {
 		r.add("racks", r.s.Table("racks").row(nil, rk))
+	}
+	layouts, err := tx.Layouts()
+	if err != nil {
+		return err
+	}
+	for _, l := range layouts {
+		r.add("layouts", r.s.Table("layouts").row(nil, l))
 	}
 	return nil
 }

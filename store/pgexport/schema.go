@@ -25,7 +25,9 @@ import (
 // 2: leases, lease_blocks, images, image_files and bmc_jobs; foreign keys
 // named after their column.
 // 3: tags and racks; machines gain tags, auto_tags and location_*.
-const SchemaVersion = 3
+// 4: layouts (body jsonb); machines gain layout (a machine's pinned
+// addresses are addresses rows of how 'pinned').
+const SchemaVersion = 4
 
 // Column is one column of an exported table.
 type Column struct {
@@ -121,7 +123,7 @@ func specs() []spec {
 			skip:    map[string]string{"macs": "table machine_macs", "bmc": "table bmcs"},
 			extra: []Column{{Name: "inventory", Type: "jsonb",
 				Comment: "the last inventory report as the agent sent it (inventory.Report), without the BMC password; NULL before the first commissioning"}},
-			indexes: [][]string{{"state"}, {"serial"}, {"system_uuid"}, {"location_rack"}},
+			indexes: [][]string{{"state"}, {"serial"}, {"system_uuid"}, {"location_rack"}, {"layout"}},
 		},
 		{
 			name: "machine_macs", primary: []string{"machine_id", "ordinal"}, child: true,
@@ -224,6 +226,12 @@ func specs() []spec {
 		{
 			name: "racks", of: store.Rack{}, primary: []string{"name"}, rename: rename,
 			comment: "Racks, created on first use (42U) or by an operator. A machine stands in the rack machines.location_rack names, from location_unit up.",
+		},
+		{
+			name: "layouts", of: store.Layout{}, primary: []string{"name"},
+			rename:  map[string]string{"index": "raft_index", "json": "body"},
+			types:   map[string]string{"json": "jsonb"},
+			comment: "Interface layouts (ipam/layout): how a machine's NICs become interfaces. A machine uses machines.layout, else the layout of the first of its tags that names one (tags.layout), else the default (its boot NIC, auto or DHCP).",
 		},
 		{
 			name: "bmc_jobs", of: store.Job{}, primary: []string{"id"}, rename: rename,
@@ -344,7 +352,11 @@ func (t *Table) fields(sp spec, typ reflect.Type, path []int, prefix, goPath str
 			colName = r
 		}
 		if sqlType, ok := sp.types[full]; ok && sqlType == "jsonb" {
-			t.Columns = append(t.Columns, Column{Name: colName, Type: "jsonb", Field: field, path: p, conv: convJSON})
+			conv := convJSON
+			if f.Type.Kind() == reflect.String {
+				conv = convJSONText // a document kept as its text
+			}
+			t.Columns = append(t.Columns, Column{Name: colName, Type: "jsonb", Field: field, path: p, conv: conv})
 			continue
 		}
 		if sqlType, conv, ok := sqlTypeOf(f.Type); ok {
@@ -431,6 +443,17 @@ func sqlTypeOf(t reflect.Type) (string, func(reflect.Value) any, bool) {
 		}
 	}
 	return "", nil, false
+}
+
+// convJSONText exports a string that holds a JSON document (a layout's
+// file, as its operator wrote it) as that document; text that is not JSON
+// (which the store never keeps) is NULL rather than a failed export.
+func convJSONText(v reflect.Value) any {
+	s := v.String()
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 func convJSON(v reflect.Value) any {

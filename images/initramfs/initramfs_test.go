@@ -1,4 +1,4 @@
-package main
+package initramfs
 
 import (
 	"bytes"
@@ -44,16 +44,16 @@ func readNewc(t *testing.T, b []byte) (names []string, modes map[string]uint32, 
 	}
 }
 
-func TestWriteInitramfs(t *testing.T) {
+func TestWrite(t *testing.T) {
 	entries := []Entry{
-		{Name: "lib/modules/6.1.0-41-amd64/kernel/drivers/net/virtio_net.ko", Mode: 0o644, Type: typeFile, Data: []byte("elf")},
-		{Name: "init", Mode: 0o755, Type: typeFile, Data: []byte("#agent")},
-		{Name: "dev/console", Mode: 0o600, Type: typeChar, Major: 5, Minor: 1},
-		{Name: "dev", Mode: 0o755, Type: typeDir},
-		{Name: "tmp", Mode: 0o1777, Type: typeDir},
+		{Name: "lib/modules/6.1.0-41-amd64/kernel/drivers/net/virtio_net.ko", Mode: 0o644, Type: TypeFile, Data: []byte("elf")},
+		{Name: "init", Mode: 0o755, Type: TypeFile, Data: []byte("#agent")},
+		{Name: "dev/console", Mode: 0o600, Type: TypeChar, Major: 5, Minor: 1},
+		{Name: "dev", Mode: 0o755, Type: TypeDir},
+		{Name: "tmp", Mode: 0o1777, Type: TypeDir},
 	}
 	var a, b bytes.Buffer
-	if err := WriteInitramfs(&a, entries, 0); err != nil {
+	if err := Write(&a, entries, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Input order does not matter.
@@ -61,7 +61,7 @@ func TestWriteInitramfs(t *testing.T) {
 	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
 		rev[i], rev[j] = rev[j], rev[i]
 	}
-	if err := WriteInitramfs(&b, rev, 0); err != nil {
+	if err := Write(&b, rev, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
@@ -100,26 +100,7 @@ func TestWriteInitramfs(t *testing.T) {
 			t.Errorf("cpio -t lists %v", got)
 		}
 	}
-	if err := WriteInitramfs(io.Discard, []Entry{{Name: "a", Type: typeFile}, {Name: "/a", Type: typeFile}}, 0); err == nil {
+	if err := Write(io.Discard, []Entry{{Name: "a", Type: TypeFile}, {Name: "/a", Type: TypeFile}}, 0); err == nil {
 		t.Error("duplicate entry accepted")
-	}
-}
-
-func TestModuleClosure(t *testing.T) {
-	dep := "kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko\n" +
-		"kernel/drivers/net/net_failover.ko: kernel/net/core/failover.ko\n" +
-		"kernel/net/core/failover.ko:\n" +
-		"kernel/drivers/net/ethernet/intel/igb/igb.ko: kernel/drivers/dca/dca.ko\n" +
-		"kernel/drivers/dca/dca.ko:\n" +
-		"kernel/drivers/pci/controller/pci-hyperv-intf.ko:\n"
-	files, depOut, missing := moduleClosure(dep, "kernel/drivers/virtio/virtio_pci.ko\n", []string{"virtio_net", "virtio_pci", "pci_hyperv_intf", "nosuch"})
-	if d := cmp.Diff([]string{"kernel/drivers/net/net_failover.ko", "kernel/drivers/net/virtio_net.ko", "kernel/drivers/pci/controller/pci-hyperv-intf.ko", "kernel/net/core/failover.ko"}, files); d != "" {
-		t.Errorf("files (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff([]string{"nosuch"}, missing); d != "" {
-		t.Errorf("missing: %s", d)
-	}
-	if !strings.Contains(depOut, "kernel/drivers/net/virtio_net.ko: kernel/drivers/net/net_failover.ko kernel/net/core/failover.ko\n") || strings.Contains(depOut, "igb") {
-		t.Errorf("modules.dep:\n%s", depOut)
 	}
 }

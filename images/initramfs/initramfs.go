@@ -1,4 +1,7 @@
-package main
+// Package initramfs writes the kernel's initramfs format (a gzip-compressed
+// newc cpio archive) reproducibly: the commissioning image and the deploy
+// test image are both made with it.
+package initramfs
 
 import (
 	"bufio"
@@ -14,26 +17,26 @@ import (
 type Entry struct {
 	Name  string // path without a leading slash: "init", "lib/modules/…"
 	Mode  uint32 // permission bits
-	Type  uint32 // typeDir, typeFile, typeChar
+	Type  uint32 // TypeDir, TypeFile, TypeChar
 	Data  []byte
-	Major uint32 // device numbers, for typeChar
+	Major uint32 // device numbers, for TypeChar
 	Minor uint32
 }
 
 // File types in the newc mode field (the S_IF* bits).
 const (
-	typeFile uint32 = 0o100000
-	typeDir  uint32 = 0o040000
-	typeChar uint32 = 0o020000
+	TypeFile uint32 = 0o100000
+	TypeDir  uint32 = 0o040000
+	TypeChar uint32 = 0o020000
 )
 
-// WriteInitramfs writes entries as a gzip-compressed newc cpio archive
+// Write writes entries as a gzip-compressed newc cpio archive
 // (the format the kernel unpacks, Documentation/driver-api/early-userspace/
 // buffer-format.rst) that depends on nothing but the entries: every parent
 // directory is added, entries are sorted by name, inode numbers count up,
 // owners are root and every time stamp is mtime; the gzip header carries no
 // name and no time.
-func WriteInitramfs(w io.Writer, entries []Entry, mtime int64) error {
+func Write(w io.Writer, entries []Entry, mtime int64) error {
 	all := map[string]Entry{}
 	implied := map[string]bool{} // directories added as parents
 	for _, e := range entries {
@@ -41,13 +44,13 @@ func WriteInitramfs(w io.Writer, entries []Entry, mtime int64) error {
 		if e.Name == "" {
 			continue
 		}
-		if _, dup := all[e.Name]; dup && !(implied[e.Name] && e.Type == typeDir) {
+		if _, dup := all[e.Name]; dup && !(implied[e.Name] && e.Type == TypeDir) {
 			return fmt.Errorf("initramfs: %s twice", e.Name)
 		}
 		all[e.Name], implied[e.Name] = e, false
 		for d := path.Dir(e.Name); d != "." && d != "/"; d = path.Dir(d) {
 			if _, ok := all[d]; !ok {
-				all[d], implied[d] = Entry{Name: d, Mode: 0o755, Type: typeDir}, true
+				all[d], implied[d] = Entry{Name: d, Mode: 0o755, Type: TypeDir}, true
 			}
 		}
 	}
@@ -91,7 +94,7 @@ func WriteInitramfs(w io.Writer, entries []Entry, mtime int64) error {
 	for i, n := range names {
 		e := all[n]
 		nlink := 1
-		if e.Type == typeDir {
+		if e.Type == TypeDir {
 			nlink = 2
 		}
 		if err := header(i+1, e, nlink); err != nil {
