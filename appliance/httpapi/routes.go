@@ -38,7 +38,7 @@ type Route struct {
 func (s *Server) Routes() []Route { return s.routes() }
 
 func (s *Server) routes() []Route {
-	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.tagRoutes(), s.locationRoutes(), s.layoutRoutes(), s.osRoutes())
+	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.tagRoutes(), s.locationRoutes())
 }
 
 func (s *Server) coreRoutes() []Route {

@@ -281,3 +281,45 @@ func manyTags(k int) []string {
 	}
 	return out
 }
+
+// A machine commissioned while a rule exists leaves commissioning with the
+// auto tags the rule gives it, in the same log entry; recommissioned with
+// other hardware, it is evaluated again.
+func TestCommissionGivesAutoTags(t *testing.T) {
+	n := nodetest.Start(t)
+	saved(t, admin(t, n, "POST", "/api/v1/tags", wire.TagRequest{Name: "gpu", Match: `{{ gt .Node.GPUs 0 }}`}), http.StatusCreated)
+	saved(t, admin(t, n, "POST", "/api/v1/tags", wire.TagRequest{Name: "h100", Match: `{{ eq (index .Node.GPUModels 0) "NVIDIA H100 80GB HBM3" }}`}), http.StatusCreated)
+	gpu := fleet.Generate(1, 2) // an XE9680: 8 H100
+	plain := fleet.Generate(1, 0)
+	before := n.Cluster().FSM().AppliedIndex()
+	g := commission(t, n, n.Agent, gpu)
+	if got := n.Cluster().FSM().AppliedIndex() - before; got != 1 {
+		t.Errorf("commissioning took %d entries, want one (the commission and its auto tags batched)", got)
+	}
+	p := commission(t, n, n.Agent, plain)
+	var mv wire.MachineView
+	admin(t, n, "GET", "/api/v1/machines/"+g.ID, nil).Decode(t, &mv)
+	if !slices.Equal(mv.AutoTags, []string{"gpu", "h100"}) {
+		t.Errorf("GPU machine's auto tags: %v", mv.AutoTags)
+	}
+	mv = wire.MachineView{}
+	admin(t, n, "GET", "/api/v1/machines/"+p.ID, nil).Decode(t, &mv)
+	if len(mv.AutoTags) != 0 {
+		t.Errorf("plain machine's auto tags: %v (h100 fails on it and keeps none)", mv.AutoTags)
+	}
+	// The GPU machine comes back without its GPUs.
+	gone := gpu
+	gone.GPUs = nil
+	gone.PCI = nil
+	if r := admin(t, n, "POST", "/api/v1/machines/"+g.ID+"/recommission", nil); r.Status != 200 {
+		t.Fatal(r)
+	}
+	if r := commission(t, n, n.Agent, gone); r.ID != g.ID {
+		t.Fatalf("recommissioned as %s, want %s", r.ID, g.ID)
+	}
+	mv = wire.MachineView{}
+	admin(t, n, "GET", "/api/v1/machines/"+g.ID, nil).Decode(t, &mv)
+	if !slices.Equal(mv.AutoTags, []string{"h100"}) {
+		t.Errorf("after losing its GPUs: auto tags %v, want only h100 (whose rule now fails, so it stays)", mv.AutoTags)
+	}
+}
