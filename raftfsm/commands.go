@@ -72,6 +72,13 @@ const (
 	TypeLocationSet  Type = 104
 	TypeRackPut      Type = 105
 	TypeRackDelete   Type = 106
+
+	TypeDeployStart  Type = 130
+	TypeReleaseStart Type = 131
+	TypeJobReport    Type = 132
+	TypeJobCancel    Type = 133
+	TypeJobTimeout   Type = 134
+	TypePhoneHome    Type = 135
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -109,7 +116,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands())
+		tagCommands(), locationCommands(), layoutCommands(), deployCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -66,6 +66,13 @@ var pinnedTypes = map[string]struct {
 	"rack-put":      {105, 1},
 	"rack-delete":   {106, 1},
 
+	"deploy-start":  {130, 1},
+	"release-start": {131, 1},
+	"job-report":    {132, 1},
+	"job-cancel":    {133, 1},
+	"job-timeout":   {134, 1},
+	"phone-home":    {135, 1},
+
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},
 }
