@@ -54,6 +54,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecords -fuzztime 30s ./store/
 	$(GO) test -run '^$$' -fuzz FuzzParseSMBIOS -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzParseLLDPFrame -fuzztime 30s ./agent/collect/
+	$(GO) test -run '^$$' -fuzz FuzzUserData -fuzztime 30s ./appliance/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzProgressBody -fuzztime 30s ./appliance/httpapi/
 
 clean:
 	rm -rf bin

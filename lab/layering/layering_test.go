@@ -139,6 +139,9 @@ var rules = map[string]rule{
 	"appliance/bootfiles": {why: "the boot-file side (boot scripts, boot loaders, image files and their sync): " +
 		"reads the store, proposes raftfsm's image commands, gives TFTP its allow-list; never the node, which it would cycle with",
 		imports: []string{"raftfsm", "store", "tftp"}},
+	"appliance/deploy": {why: "a deployment's decisions before anything is written (the disk, the cloud-init seed): pure functions of the store's records and the model",
+		imports: []string{"store", "store/inventory"},
+		tests:   []string{"lab/testenv"}},
 	"appliance/wire": {why: "the API's request and answer types, written field by field: the model's plain types and nothing else, so every client can use them",
 		imports: []string{"store/inventory"}},
 	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
