@@ -111,20 +111,21 @@ func (b JobUserData) record() store.JobUserData {
 // DeployJob is what a proposer decides of a store.DeployJob; the state
 // machine stamps the rest (state, times, progress).
 type DeployJob struct {
-	ID        string       `json:"id"`
-	Machine   string       `json:"machine"`
-	Kind      string       `json:"kind"`
-	OS        string       `json:"os,omitempty"`
-	OSVersion string       `json:"os_version,omitempty"`
-	Image     JobImage     `json:"image,omitzero"`
-	Disk      JobDisk      `json:"disk,omitzero"`
-	Hostname  string       `json:"hostname,omitempty"`
-	FQDN      string       `json:"fqdn,omitempty"`
-	Addresses []JobAddress `json:"addresses,omitempty"`
-	Boot      bool         `json:"boot,omitempty"`
-	Wipe      string       `json:"wipe,omitempty"`
-	UserData  JobUserData  `json:"user_data,omitzero"`
-	Requester string       `json:"requester,omitempty"`
+	ID            string       `json:"id"`
+	Machine       string       `json:"machine"`
+	Kind          string       `json:"kind"`
+	OS            string       `json:"os,omitempty"`
+	OSVersion     string       `json:"os_version,omitempty"`
+	Image         JobImage     `json:"image,omitzero"`
+	Disk          JobDisk      `json:"disk,omitzero"`
+	Hostname      string       `json:"hostname,omitempty"`
+	FQDN          string       `json:"fqdn,omitempty"`
+	Addresses     []JobAddress `json:"addresses,omitempty"`
+	NetworkConfig string       `json:"network_config,omitempty"`
+	Boot          bool         `json:"boot,omitempty"`
+	Wipe          string       `json:"wipe,omitempty"`
+	UserData      JobUserData  `json:"user_data,omitzero"`
+	Requester     string       `json:"requester,omitempty"`
 }
 
 // DeployJobBody is the body of a job as a proposer decided it.
@@ -132,7 +133,7 @@ func DeployJobBody(j store.DeployJob) DeployJob {
 	return DeployJob{
 		ID: j.ID, Machine: j.Machine, Kind: j.Kind, OS: j.OS, OSVersion: j.OSVersion,
 		Image: jobImageBody(j.Image), Disk: JobDiskBody(j.Disk), Hostname: j.Hostname, FQDN: j.FQDN,
-		Addresses: convertAll(j.Addresses, jobAddressBody), Boot: j.Boot, Wipe: j.Wipe,
+		Addresses: convertAll(j.Addresses, jobAddressBody), NetworkConfig: j.NetworkConfig, Boot: j.Boot, Wipe: j.Wipe,
 		UserData: jobUserDataBody(j.UserData), Requester: j.Requester,
 	}
 }
@@ -141,7 +142,7 @@ func (b DeployJob) record() store.DeployJob {
 	return store.DeployJob{
 		ID: b.ID, Machine: b.Machine, Kind: b.Kind, OS: b.OS, OSVersion: b.OSVersion,
 		Image: b.Image.record(), Disk: b.Disk.record(), Hostname: b.Hostname, FQDN: b.FQDN,
-		Addresses: records(b.Addresses), Boot: b.Boot, Wipe: b.Wipe,
+		Addresses: records(b.Addresses), NetworkConfig: b.NetworkConfig, Boot: b.Boot, Wipe: b.Wipe,
 		UserData: b.UserData.record(), Requester: b.Requester,
 	}
 }
@@ -279,6 +280,9 @@ func CheckDeployJob(j store.DeployJob) error {
 		if _, err := jobAddress(a, j.Machine, time.Time{}); err != nil {
 			return err
 		}
+	}
+	if len(j.NetworkConfig) > store.MaxNetworkConfig || !utf8.ValidString(j.NetworkConfig) {
+		return store.Errorf(store.ErrInvalid, "network-config must be UTF-8 text of at most %d KiB", store.MaxNetworkConfig>>10)
 	}
 	return CheckUserData(j.UserData)
 }
