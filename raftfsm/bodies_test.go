@@ -79,6 +79,9 @@ var bodyPairs = []bodyPair{
 		"Index":     "stamped by the store",
 	}),
 	pair(LocationBody, Location.record, nil),
+	pair(OSVersionBody, OSVersion.record, map[string]string{
+		"Nodes": "the node an OSVersionAdd names holds it; others join with OSHave",
+	}),
 	pair(RackBody, Rack.record, map[string]string{
 		"Created": "the Now of the command that creates the rack",
 		"Index":   "stamped by the store",

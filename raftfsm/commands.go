@@ -73,12 +73,21 @@ const (
 	TypeRackPut      Type = 105
 	TypeRackDelete   Type = 106
 
-	TypeDeployStart  Type = 130
-	TypeReleaseStart Type = 131
-	TypeJobReport    Type = 132
-	TypeJobCancel    Type = 133
-	TypeJobTimeout   Type = 134
-	TypePhoneHome    Type = 135
+	TypeOSVersionAdd    Type = 120
+	TypeOSPromote       Type = 121
+	TypeOSVersionRemove Type = 122
+	TypeOSImageSet      Type = 123
+	TypeOSHave          Type = 124
+	TypeOSImageDelete   Type = 125
+	TypeOSPrune         Type = 126
+	TypeOSSyncStart     Type = 127
+	TypeOSSyncEnd       Type = 128
+	TypeDeployStart     Type = 130
+	TypeReleaseStart    Type = 131
+	TypeJobReport       Type = 132
+	TypeJobCancel       Type = 133
+	TypeJobTimeout      Type = 134
+	TypePhoneHome       Type = 135
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -116,7 +125,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands(), deployCommands())
+		tagCommands(), locationCommands(), layoutCommands(), osCommands(), deployCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -246,6 +246,22 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&RackPut{Rack: Rack{Name: "R12", Building: "DC1", Room: "Hall A", Height: 48}, Now: gt(52)},
 		&RackDelete{Name: "R13"},
 
+		&OSVersionAdd{
+			Name: "debian-13", Family: "debian", Track: "pinned", Node: "n1", Now: gt(53),
+			New: OSVersion{
+				Version: "20261201-1", File: ImageFile{Name: "disk.raw.zst", Size: 412345678, SHA256: hash64("disk.raw.zst")},
+				RawSize: 3 << 30, RawSHA256: hash64("disk.raw"), SectorSize: 512, Upstream: "sha512:" + hash64("upstream") + hash64("upstream"),
+				Source: "https://cloud.debian.org/images/cloud/trixie/latest/debian-13-genericcloud-amd64.qcow2", Format: "qcow2", Imported: gt(54),
+			},
+		},
+		&OSPromote{Name: "rocky-9", OSVersion: "9.6-20261115", Now: gt(55)},
+		&OSVersionRemove{Name: "ubuntu-24.04", OSVersion: "20261001", Now: gt(56)},
+		&OSImageSet{Name: "almalinux-9", Family: "rhel", Track: "latest", Now: gt(57)},
+		&OSHave{Name: "debian-13", OSVersion: "20261201-1", Node: "n2", SHA256: hash64("disk.raw.zst"), Now: gt(58)},
+		&OSImageDelete{Name: "centos-stream-9"},
+		&OSPrune{Name: "debian-13", Versions: []string{"20260901-1", "20261001-1"}, Keep: 3, Now: gt(59)},
+		&OSSyncStart{Node: "n1", Now: gt(1), Until: gt(2), Timer: true, Interval: 24 * time.Hour, Renew: true},
+		&OSSyncEnd{Node: "n1", Started: gt(3), Now: gt(4), Result: []string{"debian-13: new version 20261201-1", "rocky-9: unchanged"}, Error: "ubuntu-24.04: checksum file: 404"},
 		&DeployStart{Job: DeployJob{
 			ID: "j-0000019ad5a1c0de", Machine: "m-00000000c0de", Kind: "deploy", OS: "debian-13", OSVersion: "20261201-1",
 			Image: JobImage{SHA256: hash64("disk.raw.zst"), Size: 541 << 20, RawSHA256: hash64("disk.raw"), RawSize: 3 << 30, SectorSize: 512, Family: "debian"},

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -108,4 +111,120 @@ func (t *Tx) PutOSImage(o OSImage) error {
 // DeleteOSImage removes one name of the catalog.
 func (t *Tx) DeleteOSImage(name string) error {
 	return t.deleteNamed(bucketOSImages, TableOSImages, "OS image", name)
+}
+
+// ValidOSName checks a catalog name (debian-13, rocky-9): a lowercase
+// label, as boot image names are.
+func ValidOSName(s string) error {
+	if err := ValidImageName(s); err != nil {
+		return Errorf(ErrInvalid, "OS image name %q must be lowercase letters, digits, '.', '_' or '-' (1 to 63, not starting with a dot)", Clip(s))
+	}
+	return nil
+}
+
+// ValidOSFamily checks a family: debian, rhel, or empty (unknown).
+func ValidOSFamily(s string) error {
+	switch s {
+	case "", FamilyDebian, FamilyRHEL:
+		return nil
+	}
+	return Errorf(ErrInvalid, "OS family %q is not one of %s, %s", Clip(s), FamilyDebian, FamilyRHEL)
+}
+
+// ValidOSTrack checks a track: latest, pinned, or empty (latest).
+func ValidOSTrack(s string) error {
+	switch s {
+	case "", TrackLatest, TrackPinned:
+		return nil
+	}
+	return Errorf(ErrInvalid, "OS track %q is not one of %s, %s", Clip(s), TrackLatest, TrackPinned)
+}
+
+// deployJobRef is what the catalog reads of a deploy job (the record is
+// deployjobs.go's): only the fields the contract between the two fixes.
+type deployJobRef struct {
+	ID        string `json:"id"`
+	Machine   string `json:"machine"`
+	Kind      string `json:"kind"`
+	OS        string `json:"os"`
+	OSVersion string `json:"os_version"`
+	State     string `json:"state"`
+}
+
+// OSVersionInUse returns the ID of a deploy job, queued or running, that
+// writes the version (any version of the name when version is empty), or
+// "" when none does. The jobs' bucket may not exist yet.
+func (t *Tx) OSVersionInUse(name, version string) (jobID string, err error) {
+	b := t.tx.Bucket(bucketDeployJobs)
+	if b == nil {
+		return "", nil
+	}
+	err = b.ForEach(func(k, v []byte) error {
+		if jobID != "" || v == nil {
+			return nil
+		}
+		var j deployJobRef
+		if err := json.Unmarshal(v, &j); err != nil {
+			return fmt.Errorf("decode %s/%s: %w", bucketDeployJobs, k, err)
+		}
+		if j.OS == name && (version == "" || j.OSVersion == version) && (j.State == "queued" || j.State == "running") {
+			jobID = j.ID
+		}
+		return nil
+	})
+	return jobID, err
+}
+
+// OSSync is the catalog's sync state, one record: which node last started
+// a sync and until when it holds it. A node starts a sync only through the
+// state machine (raftfsm.OSSyncStart), which refuses while another node
+// holds it, and a timed one while the last start is younger than the
+// interval: a leader change never starts a second.
+type OSSync struct {
+	Node    string    `json:"node,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Until is when the holder's claim lapses (a node that died mid-sync
+	// holds it no longer); a finished sync sets it to its end.
+	Until    time.Time `json:"until,omitzero"`
+	Timer    bool      `json:"timer,omitempty"` // started by the nightly timer
+	Finished time.Time `json:"finished,omitzero"`
+	// Result is what the last finished sync did, one line per name; Error
+	// why it failed (public text), empty when it did not.
+	Result []string `json:"result,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	Index  uint64   `json:"index"`
+}
+
+// Running reports whether a sync holds the claim at now.
+func (s OSSync) Running(now time.Time) bool {
+	return s.Node != "" && s.Finished.Before(s.Started) && now.Before(s.Until)
+}
+
+var bucketOSSync = []byte("os_sync") // made on first write
+
+const osSyncKey = "sync"
+
+// OSSyncState returns the sync state; the zero value before the first sync.
+func (t *Tx) OSSyncState() (OSSync, error) {
+	s, err := getNamed[OSSync](t, bucketOSSync, "OS sync", osSyncKey)
+	if errors.Is(err, ErrNotFound) {
+		return OSSync{}, nil
+	}
+	return s, err
+}
+
+// PutOSSyncState writes the sync state (a change of the OS table, so a
+// blocking query on the catalog sees a sync start and end).
+func (t *Tx) PutOSSyncState(s OSSync) error {
+	s.Index = t.Index
+	if err := t.ensureBuckets(bucketOSSync); err != nil {
+		return err
+	}
+	if err := t.putJSON(bucketOSSync, osSyncKey, s); err != nil {
+		return err
+	}
+	if err := t.logChange("os_sync", osSyncKey, OpPut); err != nil {
+		return err
+	}
+	return t.touch(TableOSImages)
 }
