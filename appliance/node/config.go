@@ -44,6 +44,11 @@ type FileConfig struct {
 	// TLSNames are extra names and addresses for the node's HTTPS
 	// certificate.
 	TLSNames []string `json:"tls_names,omitempty"`
+	// DeployTimeout fails a deploy or release job whose agent has not
+	// reported for this long (a duration: 30m by default);
+	// DeployBootTimeout one whose machine never started the agent (1h).
+	DeployTimeout     string `json:"deploy_timeout,omitempty"`
+	DeployBootTimeout string `json:"deploy_boot_timeout,omitempty"`
 	// PostgresExport runs the continuous PostgreSQL mirror on the leader.
 	PostgresExport *pgexport.Settings `json:"postgres_export,omitempty"`
 }
@@ -115,6 +120,9 @@ func (c *FileConfig) check() error {
 		if err := c.PostgresExport.Check(); err != nil {
 			return fmt.Errorf("postgres_export: %w", err)
 		}
+	}
+	if _, _, err := c.deployTimeouts(); err != nil {
+		return err
 	}
 	for _, n := range c.TLSNames {
 		if n == "" || strings.ContainsAny(n, " /") {

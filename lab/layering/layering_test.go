@@ -127,7 +127,7 @@ var rules = map[string]rule{
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/pki", "appliance/wire", "ipam", "power", "power/jobs",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/deploy", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
 		tests: []string{"appliance/nodetest", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
