@@ -38,7 +38,7 @@ type DeployJob struct {
 	State     string `json:"state"`
 	// Image is the pinned version's file (deploy jobs).
 	Image     *JobImage    `json:"image,omitempty"`
-	Disk      JobDisk      `json:"disk"`
+	Disk      JobDisk      `json:"disk,omitzero"`
 	Hostname  string       `json:"hostname,omitempty"`
 	FQDN      string       `json:"fqdn,omitempty"`
 	Addresses []JobAddress `json:"addresses,omitempty"`
@@ -47,7 +47,7 @@ type DeployJob struct {
 	Packages  []string     `json:"packages,omitempty"`
 	SSHKeys   int          `json:"ssh_keys,omitempty"` // how many keys the user-data carries
 	Upgrade   bool         `json:"upgrade,omitempty"`
-	Progress  JobProgress  `json:"progress"`
+	Progress  JobProgress  `json:"progress,omitzero"`
 	Steps     []JobStep    `json:"steps,omitempty"`
 	// Cancel: an operator cancelled it after it started writing; the agent
 	// wipes the disk and fails.
