@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rollcall/rollcall/appliance/boottoken"
 	"github.com/rollcall/rollcall/appliance/nodetest"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
@@ -19,7 +21,7 @@ import (
 
 // addOSVersion puts debian-13 (raw size raw) in the catalog through the
 // OS catalog's own command, as an import would.
-func addOSVersion(t *testing.T, n *nodetest.Node, version string, raw int64) {
+func addOSVersion(t testing.TB, n *nodetest.Node, version string, raw int64) {
 	t.Helper()
 	now := time.Now().UTC()
 	_, err := n.Cluster().Apply(context.Background(), &raftfsm.OSVersionAdd{
@@ -373,4 +375,40 @@ func TestDeployTimeout(t *testing.T) {
 	if d := machineState(t, n, id); d.State != store.StateDeployFailed {
 		t.Fatalf("after timeout: %s", d.State)
 	}
+}
+
+// The deploy agent's progress body, fuzzed against a node with a running
+// job: every answer is 200 or a 4xx with the error shape, and an accepted
+// report leaves the job with the reported step.
+func FuzzProgressBody(f *testing.F) {
+	n := nodetest.Start(f)
+	rep := testReport("4c4c4544-0042-3510-8052-b4c04f5644ff", "FUZZ-DEPLOY", "0c:c4:7a:00:05:01")
+	r := n.Do(f, "POST", "/api/v1/commission", rep, nodetest.AgentHeader(n.BootToken(f, rep.BootMAC))...)
+	var reply wire.CommissionReply
+	r.Decode(f, &reply)
+	addOSVersion(f, n, "20261201", 3<<30)
+	r = n.Do(f, "POST", "/api/v1/machines/"+reply.ID+"/deploy", wire.DeployRequest{OS: "debian-13"}, nodetest.Bearer(n.Admin)...)
+	if r.Status != http.StatusCreated {
+		f.Fatalf("deploy: %s", r)
+	}
+	var job wire.DeployJob
+	r.Decode(f, &job)
+	tok, err := boottoken.MintJob(n.Key(f), job.ID)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"step":"write","state":"running","bytes":1,"total":2}`))
+	f.Add([]byte(`{"step":"write","state":"running","message":"\u0000"}`))
+	f.Add([]byte(`{"step":"wipe","state":"done","bytes":-1}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req wire.ProgressRequest
+		if json.Unmarshal(body, &req) == nil && req.Step == "done" {
+			return // would end the job the fuzzer reports on
+		}
+		if req.State == "failed" {
+			return
+		}
+		r := n.Do(t, "POST", "/api/v1/jobs/self/progress", body, jobHeader(tok)...)
+		checkFuzzReply(t, r, http.StatusOK)
+	})
 }
