@@ -412,3 +412,74 @@ func FuzzProgressBody(f *testing.F) {
 		checkFuzzReply(t, r, http.StatusOK)
 	})
 }
+
+// A job made on one node of three, reported on through another, survives
+// the leader's loss: the remaining two finish it and agree.
+func TestDeployClusterLeaderChange(t *testing.T) {
+	nodes := nodetest.StartCluster(t, 3, nodetest.Options{})
+	n1 := nodes[0]
+	rep := testReport("4c4c4544-0042-3510-8052-b4c04f564411", "DEPLOY-C1", "0c:c4:7a:00:06:01")
+	id := commission(t, n1, n1.Agent, rep).ID
+	addOSVersion(t, n1, "20261201", 3<<30)
+	nodetest.WaitFor(t, "node2 to catch up", func() bool {
+		return nodes[1].Cluster().FSM().AppliedIndex() >= n1.Cluster().FSM().AppliedIndex()
+	})
+	r := nodes[1].Do(t, "POST", "/api/v1/machines/"+id+"/deploy", wire.DeployRequest{OS: "debian-13"}, nodetest.Bearer(n1.Admin)...)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("deploy on a follower: %s", r)
+	}
+	job := deployJobOf(t, nodes[1], r)
+	tok, _ := boottoken.MintJob(n1.Key(t), job.ID)
+	nodetest.WaitFor(t, "node3 to have the job", func() bool {
+		var ok bool
+		nodes[2].Store().View(func(tx *store.Tx) error { _, err := tx.DeployJob(job.ID); ok = err == nil; return nil })
+		return ok
+	})
+	progress(t, nodes[2], tok, "write", "running")
+	// Stop the leader.
+	var leader *nodetest.Node
+	var rest []*nodetest.Node
+	lid, _ := n1.Cluster().Leader()
+	for _, n := range nodes {
+		if n.Name() == lid {
+			leader = n
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	if leader == nil {
+		t.Fatalf("no leader among %s", lid)
+	}
+	if err := leader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, "a new leader", func() bool {
+		id, _ := rest[0].Cluster().Leader()
+		return id != "" && id != lid
+	})
+	var p wire.ProgressReply
+	nodetest.WaitFor(t, "a report through the new leader", func() bool {
+		r := rest[0].Do(t, "POST", "/api/v1/jobs/self/progress", wire.ProgressRequest{Step: "done", State: "done"}, jobHeader(tok)...)
+		if r.Status == http.StatusOK {
+			r.Decode(t, &p)
+			return true
+		}
+		return false
+	})
+	for _, n := range rest {
+		nodetest.WaitFor(t, n.Name()+" to see the machine deployed", func() bool {
+			var st string
+			n.Store().View(func(tx *store.Tx) error {
+				m, _ := tx.Machine(id)
+				st = m.State
+				return nil
+			})
+			return st == store.StateDeployed
+		})
+		var j store.DeployJob
+		n.Store().View(func(tx *store.Tx) (err error) { j, err = tx.DeployJob(job.ID); return err })
+		if j.State != store.JobDone || len(j.Steps) != 2 {
+			t.Errorf("%s: job %+v", n.Name(), j)
+		}
+	}
+}
