@@ -122,6 +122,7 @@ type DeployJob struct {
 	FQDN          string       `json:"fqdn,omitempty"`
 	Addresses     []JobAddress `json:"addresses,omitempty"`
 	NetworkConfig string       `json:"network_config,omitempty"`
+	UdevRules     string       `json:"udev_rules,omitempty"`
 	Boot          bool         `json:"boot,omitempty"`
 	Wipe          string       `json:"wipe,omitempty"`
 	UserData      JobUserData  `json:"user_data,omitzero"`
@@ -133,7 +134,7 @@ func DeployJobBody(j store.DeployJob) DeployJob {
 	return DeployJob{
 		ID: j.ID, Machine: j.Machine, Kind: j.Kind, OS: j.OS, OSVersion: j.OSVersion,
 		Image: jobImageBody(j.Image), Disk: JobDiskBody(j.Disk), Hostname: j.Hostname, FQDN: j.FQDN,
-		Addresses: convertAll(j.Addresses, jobAddressBody), NetworkConfig: j.NetworkConfig, Boot: j.Boot, Wipe: j.Wipe,
+		Addresses: convertAll(j.Addresses, jobAddressBody), NetworkConfig: j.NetworkConfig, UdevRules: j.UdevRules, Boot: j.Boot, Wipe: j.Wipe,
 		UserData: jobUserDataBody(j.UserData), Requester: j.Requester,
 	}
 }
@@ -142,7 +143,7 @@ func (b DeployJob) record() store.DeployJob {
 	return store.DeployJob{
 		ID: b.ID, Machine: b.Machine, Kind: b.Kind, OS: b.OS, OSVersion: b.OSVersion,
 		Image: b.Image.record(), Disk: b.Disk.record(), Hostname: b.Hostname, FQDN: b.FQDN,
-		Addresses: records(b.Addresses), NetworkConfig: b.NetworkConfig, Boot: b.Boot, Wipe: b.Wipe,
+		Addresses: records(b.Addresses), NetworkConfig: b.NetworkConfig, UdevRules: b.UdevRules, Boot: b.Boot, Wipe: b.Wipe,
 		UserData: b.UserData.record(), Requester: b.Requester,
 	}
 }
@@ -283,6 +284,9 @@ func CheckDeployJob(j store.DeployJob) error {
 	}
 	if len(j.NetworkConfig) > store.MaxNetworkConfig || !utf8.ValidString(j.NetworkConfig) {
 		return store.Errorf(store.ErrInvalid, "network-config must be UTF-8 text of at most %d KiB", store.MaxNetworkConfig>>10)
+	}
+	if len(j.UdevRules) > store.MaxNetworkConfig || !utf8.ValidString(j.UdevRules) {
+		return store.Errorf(store.ErrInvalid, "udev rules must be UTF-8 text of at most %d KiB", store.MaxNetworkConfig>>10)
 	}
 	return CheckUserData(j.UserData)
 }

@@ -96,6 +96,10 @@ type DeployJob struct {
 	// deployment's plan rendered when the job was made: the claimed
 	// addresses on the boot NIC, or DHCP.
 	NetworkConfig string `json:"network_config,omitempty"`
+	// UdevRules pin each NIC the plan names to its MAC (the layout's
+	// names survive a kernel or driver change); the agent writes them at
+	// layout.UdevRulesPath in the deployed root.
+	UdevRules string `json:"udev_rules,omitempty"`
 	// Boot: the BMC was asked to power-cycle the machine into PXE.
 	Boot bool   `json:"boot,omitempty"`
 	Wipe string `json:"wipe,omitempty"` // release: quick or full

@@ -56,6 +56,10 @@ type Seed struct {
 	MetaData      string `json:"meta-data"`
 	UserData      string `json:"user-data"`
 	NetworkConfig string `json:"network-config,omitempty"`
+	// UdevRules, when given, are written at UdevRulesPath (an absolute
+	// path under /etc/udev/rules.d) in the deployed root.
+	UdevRules     string `json:"udev-rules,omitempty"`
+	UdevRulesPath string `json:"udev-rules-path,omitempty"`
 }
 
 // Progress is the body of POST /api/v1/jobs/self/progress.
@@ -138,10 +142,13 @@ func (j *Job) Validate() error {
 			// cloud-init's ds-identify finds NoCloud only with both files.
 			bad("seed needs both meta-data and user-data")
 		}
-		for name, v := range map[string]string{"meta-data": j.Seed.MetaData, "user-data": j.Seed.UserData, "network-config": j.Seed.NetworkConfig} {
+		for name, v := range map[string]string{"meta-data": j.Seed.MetaData, "user-data": j.Seed.UserData, "network-config": j.Seed.NetworkConfig, "udev-rules": j.Seed.UdevRules} {
 			if len(v) > maxSeedPart {
 				bad("seed %s is %d bytes: at most %d", name, len(v), maxSeedPart)
 			}
+		}
+		if j.Seed.UdevRules != "" && !validUdevPath(j.Seed.UdevRulesPath) {
+			bad("seed udev-rules-path %q: want a .rules file directly in /etc/udev/rules.d", clip(j.Seed.UdevRulesPath))
 		}
 		if len(j.CAPEM) > maxCAPEM {
 			bad("ca_pem is %d bytes: at most %d", len(j.CAPEM), maxCAPEM)

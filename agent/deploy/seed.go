@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 )
 
 // Where the seed and the trust anchors go in the deployed root. cloud-init's
@@ -45,6 +46,13 @@ func writeSeed(dir string, s Seed) ([]string, error) {
 			mode os.FileMode
 		}{path.Join(seedDir, "network-config"), s.NetworkConfig, 0o600})
 	}
+	if s.UdevRules != "" && validUdevPath(s.UdevRulesPath) {
+		files = append(files, struct {
+			name string
+			data string
+			mode os.FileMode
+		}{strings.TrimPrefix(s.UdevRulesPath, "/"), s.UdevRules, 0o644})
+	}
 	var wrote []string
 	for _, f := range files {
 		if err := writeIn(r, f.name, []byte(f.data), f.mode); err != nil {
@@ -62,6 +70,14 @@ func writeSeed(dir string, s Seed) ([]string, error) {
 		return wrote, err
 	}
 	return append(wrote, "/"+datasourceFile), nil
+}
+
+// validUdevPath: the rules go directly in /etc/udev/rules.d as a .rules
+// file, nowhere else the server could name.
+func validUdevPath(p string) bool {
+	dir, file := path.Split(p)
+	return dir == "/etc/udev/rules.d/" && strings.HasSuffix(file, ".rules") && len(file) > len(".rules") &&
+		!strings.ContainsAny(file, "/\\\x00") && file[0] != '.' && len(p) <= 128
 }
 
 // writeTrust writes the cluster CA into the trust anchors of the image's

@@ -311,3 +311,25 @@ contents = "Text Format Volume Group"
 		}
 	}
 }
+
+// The seed goes where cloud-init reads it, with the layout's udev rules in
+// /etc/udev/rules.d; a rules path the server names anywhere else is not
+// written.
+func TestWriteSeedUdevRules(t *testing.T) {
+	dir := t.TempDir()
+	s := Seed{MetaData: "instance-id: j-1\n", UserData: "#cloud-config\n", NetworkConfig: "version: 2\n",
+		UdevRules: "SUBSYSTEM==\"net\", ATTR{address}==\"52:54:00:00:00:01\", NAME=\"eno1\"\n", UdevRulesPath: "/etc/udev/rules.d/70-rollcall-net.rules"}
+	wrote, err := writeSeed(dir, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "etc/udev/rules.d/70-rollcall-net.rules"))
+	if err != nil || string(got) != s.UdevRules {
+		t.Fatalf("udev rules = %q, %v (wrote %v)", got, err, wrote)
+	}
+	for _, p := range []string{"/etc/passwd", "/etc/udev/rules.d/../../shadow.rules", "/etc/udev/rules.d/.rules", "/etc/udev/rules.d/x.conf", "etc/udev/rules.d/x.rules"} {
+		if validUdevPath(p) {
+			t.Errorf("validUdevPath(%q) = true", p)
+		}
+	}
+}

@@ -39,8 +39,8 @@ Machines:
   rollcall show ID|NAME [-json]
   rollcall events ID|NAME [-json]
   rollcall recommission ID|tag:NAME [-now] [-json]
-  rollcall deploy ID OS [-version V] [-disk D] [-hostname H] [-upgrade] [-packages a,b] [-user-data FILE] [-ssh-key FILE] [-boot] [-watch] [-json]
-  rollcall release ID [-wipe quick|full] [-boot] [-watch] [-json]
+  rollcall deploy ID|tag:NAME OS [-version V] [-disk D] [-hostname H] [-upgrade] [-packages a,b] [-user-data FILE] [-ssh-key FILE] [-boot] [-watch] [-json]
+  rollcall release ID|tag:NAME [-wipe quick|full] [-boot] [-watch] [-json]
   rollcall jobs ID [-watch] [-json]
   rollcall job cancel JOB|MACHINE
   rollcall power ID|tag:NAME status|on|off|soft|cycle|reset [-json]

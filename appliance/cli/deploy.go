@@ -15,15 +15,15 @@ import (
 )
 
 // The deployment verbs: deploy, release, jobs, job cancel (issue 18).
-//
-// Not done yet: tag:NAME in place of an ID (branch h-faces writes the
-// expansion, machineIDs; merge it and call it here).
+// deploy and release take tag:NAME in place of an ID: one job per machine
+// carrying the tag (eachMachine), without -watch (follow one with
+// rollcall jobs ID -watch).
 
-// cmdDeploy is `rollcall deploy ID OS [-version V] [-disk D] [-hostname H]
+// cmdDeploy is `rollcall deploy ID|tag:NAME OS [-version V] [-disk D] [-hostname H]
 // [-upgrade] [-packages a,b] [-user-data FILE] [-ssh-key FILE] [-boot]
 // [-watch] [-json]`.
 func cmdDeploy(args []string, s streams) error {
-	fs := newFlags("deploy", "rollcall deploy ID OS [-version V] [-disk D] [-hostname H] [-upgrade] [-packages a,b] [-user-data FILE] [-ssh-key FILE] [-boot] [-watch] [-json]")
+	fs := newFlags("deploy", "rollcall deploy ID|tag:NAME OS [-version V] [-disk D] [-hostname H] [-upgrade] [-packages a,b] [-user-data FILE] [-ssh-key FILE] [-boot] [-watch] [-json]")
 	var req wire.DeployRequest
 	fs.StringVar(&req.Version, "version", "", "the OS version (default: its current)")
 	fs.StringVar(&req.Disk, "disk", "", "the disk: a name (sda, /dev/nvme0n1), a serial, a WWN or a by-path name (default: the smallest that fits)")
@@ -41,8 +41,8 @@ func cmdDeploy(args []string, s streams) error {
 		return err
 	}
 	ref := fs.Arg(0)
-	if strings.HasPrefix(ref, "tag:") {
-		return errors.New("deploy tag:NAME is not supported yet: name one machine")
+	if strings.HasPrefix(ref, tagPrefix) && *watch {
+		return errors.New("-watch follows one machine: deploy " + ref + " without it, then rollcall jobs ID -watch")
 	}
 	req.OS = fs.Arg(1)
 	if *packages != "" {
@@ -70,6 +70,9 @@ func cmdDeploy(args []string, s streams) error {
 			}
 		}
 	}
+	if strings.HasPrefix(ref, tagPrefix) {
+		return c.eachMachine(ref, *asJSON, s.stdout, startJob(c, "deploy", req))
+	}
 	var j wire.DeployJob
 	if err := c.do(http.MethodPost, machinePath(ref, "deploy"), req, &j); err != nil {
 		return err
@@ -84,9 +87,9 @@ func cmdDeploy(args []string, s streams) error {
 	return nil
 }
 
-// cmdRelease is `rollcall release ID [-wipe quick|full] [-boot] [-watch] [-json]`.
+// cmdRelease is `rollcall release ID|tag:NAME [-wipe quick|full] [-boot] [-watch] [-json]`.
 func cmdRelease(args []string, s streams) error {
-	fs := newFlags("release", "rollcall release ID [-wipe quick|full] [-boot] [-watch] [-json]")
+	fs := newFlags("release", "rollcall release ID|tag:NAME [-wipe quick|full] [-boot] [-watch] [-json]")
 	var req wire.ReleaseRequest
 	fs.StringVar(&req.Wipe, "wipe", "quick", "quick (signatures and partition tables) or full (every block)")
 	fs.BoolVar(&req.Boot, "boot", false, "power-cycle the machine into PXE through its BMC now")
@@ -96,8 +99,11 @@ func cmdRelease(args []string, s streams) error {
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(fs.Arg(0), "tag:") {
-		return errors.New("release tag:NAME is not supported yet: name one machine")
+	if strings.HasPrefix(fs.Arg(0), tagPrefix) {
+		if *watch {
+			return errors.New("-watch follows one machine: release " + fs.Arg(0) + " without it, then rollcall jobs ID -watch")
+		}
+		return c.eachMachine(fs.Arg(0), *asJSON, s.stdout, startJob(c, "release", req))
 	}
 	var j wire.DeployJob
 	if err := c.do(http.MethodPost, machinePath(fs.Arg(0), "release"), req, &j); err != nil {
@@ -179,6 +185,25 @@ func cmdJob(args []string, s streams) error {
 }
 
 // printDeployJob shows what a job will do before anything is written.
+// startJob is one machine's deploy or release under a tag:NAME fan-out:
+// its line names the job and the disk it will overwrite.
+func startJob(c *client, verb string, req any) func(id string) outcome {
+	return func(id string) outcome {
+		var raw json.RawMessage
+		if err := c.do(http.MethodPost, machinePath(id, verb), req, &raw); err != nil {
+			return outcome{err: err}
+		}
+		var j wire.DeployJob
+		if err := json.Unmarshal(raw, &j); err != nil {
+			return outcome{err: err}
+		}
+		var b strings.Builder
+		printDeployJob(&b, j)
+		line, _, _ := strings.Cut(b.String(), "\n")
+		return outcome{line: line + " (" + j.Disk.Rule + ")", raw: raw}
+	}
+}
+
 func printDeployJob(w io.Writer, j wire.DeployJob) {
 	switch j.Kind {
 	case "deploy":

@@ -51,8 +51,18 @@ func TestDeployCLI(t *testing.T) {
 	if code, _, errs := run("deploy", id, "debian-13"); code == 0 || !strings.Contains(errs, "only a ready machine deploys") {
 		t.Errorf("a second deploy: %d %s", code, errs)
 	}
-	if code, _, errs := run("deploy", "tag:gpu", "debian-13"); code == 0 || !strings.Contains(errs, "not supported yet") {
-		t.Errorf("deploy tag:: %d %s", code, errs)
+	if code, _, errs := run("deploy", "tag:gpu", "debian-13"); code == 0 || !strings.Contains(errs, "gpu") {
+		t.Errorf("deploy tag:gpu, no such tag: %d %s", code, errs)
+	}
+	// tag:NAME fans out, one job per machine; this one is deploying
+	// already, so its line says why and the command fails.
+	mustRun(t, "tags", "add", "lab")
+	mustRun(t, "tag", id, "+lab")
+	if code, out, errs := run("deploy", "tag:lab", "debian-13"); code == 0 || !strings.Contains(out+errs, id) || !strings.Contains(out+errs, "only a ready machine deploys") {
+		t.Errorf("deploy tag:lab over a deploying machine: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := run("deploy", "tag:lab", "debian-13", "-watch"); code == 0 || !strings.Contains(errs, "-watch follows one machine") {
+		t.Errorf("deploy tag:lab -watch: %d %s", code, errs)
 	}
 
 	// The agent's reports, with -watch following them.

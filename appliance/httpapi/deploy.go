@@ -69,16 +69,15 @@ func deployErrors(err error) *Error {
 }
 
 // planNetwork is where a deployment's network is decided: the addresses
-// it claims and the network-config the agent writes. Today it is the
-// default plan (the boot NIC with an auto address on the subnet it booted
-// from, DHCP where the model has none). Branch h-net's MachinePlan
-// (per-machine and per-tag layouts) plugs in here.
-func planNetwork(tx *store.Tx, m store.Machine, rep *inventory.Report) (*layout.Plan, error) {
-	addrs, err := tx.MachineAddresses(m.ID)
-	if err != nil {
-		return nil, err
-	}
-	return layout.Default(tx, layout.Input{Machine: m, Inventory: rep, Pins: layout.PinsOf(addrs)})
+// it claims, the network-config and the udev rules the agent writes. The
+// machine's layout (its own, else a tag's: raftfsm.PlanFor, the plan
+// `rollcall net show` previews), else the default plan (the boot NIC with
+// an auto address on the subnet it booted from, DHCP where the model has
+// none). A plan that cannot be made refuses the deployment with its reason
+// before anything is claimed.
+func planNetwork(tx *store.Tx, m store.Machine) (*layout.Plan, error) {
+	plan, _, err := raftfsm.PlanFor(tx, m, nil)
+	return plan, err
 }
 
 func (s *Server) postDeploy(c *gin.Context) error {
@@ -136,7 +135,7 @@ func (s *Server) postDeploy(c *gin.Context) error {
 		if host == "" {
 			host = m.ID
 		}
-		plan, err := planNetwork(tx, m, &rep)
+		plan, err := planNetwork(tx, m)
 		if err != nil {
 			return err
 		}
@@ -145,6 +144,7 @@ func (s *Server) postDeploy(c *gin.Context) error {
 			Image: store.JobImage{SHA256: v.File.SHA256, Size: v.File.Size, RawSHA256: v.RawSHA256, RawSize: v.RawSize, SectorSize: v.SectorSize, Family: im.Family},
 			Disk:  disk, Hostname: host, FQDN: host, Boot: req.Boot, Wipe: store.WipeQuick,
 			NetworkConfig: string(plan.NetworkConfig()),
+			UdevRules:     string(plan.UdevRules()),
 			UserData:      store.JobUserData{SSHKeys: req.SSHKeys, Packages: req.Packages, Upgrade: req.Upgrade, Operator: req.UserData},
 			Requester:     "api",
 		}
@@ -363,7 +363,10 @@ func (s *Server) getJobSelf(c *gin.Context) error {
 			// only #cloud-config and #! in): the job cannot be served.
 			return Wrap(http.StatusConflict, "bad_user_data", "the job's user-data cannot be rendered: "+err.Error(), err)
 		}
-		out.Seed = &wire.SelfSeed{MetaData: deploy.MetaData(j.ID, j.Hostname), UserData: ud, NetworkConfig: j.NetworkConfig}
+		out.Seed = &wire.SelfSeed{MetaData: deploy.MetaData(j.ID, j.Hostname), UserData: ud, NetworkConfig: j.NetworkConfig, UdevRules: j.UdevRules}
+		if j.UdevRules != "" {
+			out.Seed.UdevRulesPath = layout.UdevRulesPath
+		}
 		return nil
 	})
 	if err != nil {

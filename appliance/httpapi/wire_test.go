@@ -132,6 +132,7 @@ var conversions = []conversion{
 		"image": "a wire.JobImage", "disk": "a wire.JobDisk", "addresses": "wire.JobAddress", "progress": "a wire.JobProgress", "steps": "wire.JobStep",
 	}).leaving(map[string]string{
 		"network_config": "the seed's: the agent reads it in jobs/self",
+		"udev_rules":     "the seed's: the agent reads it in jobs/self (rollcall net show previews it)",
 		"user_data":      "the seed's inputs: the agent reads the rendered seed in jobs/self; the answer counts keys and lists packages",
 		"prior":          "a release's bookkeeping for its cancel",
 	}).adding(map[string]string{

@@ -165,6 +165,10 @@ type SelfSeed struct {
 	MetaData      string `json:"meta-data"`
 	UserData      string `json:"user-data"`
 	NetworkConfig string `json:"network-config,omitempty"`
+	// UdevRules name each NIC of the layout after its MAC; the agent
+	// writes them at UdevRulesPath in the deployed root.
+	UdevRules     string `json:"udev-rules,omitempty"`
+	UdevRulesPath string `json:"udev-rules-path,omitempty"`
 }
 
 // ProgressRequest is POST /api/v1/jobs/self/progress.
