@@ -56,6 +56,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./raftfsm/
 	$(GO) test -run '^$$' -fuzz FuzzCreateMachineBody -fuzztime 30s ./appliance/httpapi/
 	$(GO) test -run '^$$' -fuzz FuzzCommissionBody -fuzztime 30s ./appliance/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzImportBody -fuzztime 30s ./appliance/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzTagBody -fuzztime 30s ./appliance/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./store/locationcsv/
 	$(GO) test -run '^$$' -fuzz FuzzRequest -fuzztime 30s ./tftp/
 	$(GO) test -run '^$$' -fuzz FuzzHandle -fuzztime 30s ./dhcp/
 	$(GO) test -run '^$$' -fuzz FuzzAppendPacket -fuzztime 30s ./dhcp/wire/

@@ -85,6 +85,9 @@ func seedLab(t *testing.T) *lab {
 	for _, m := range l.machines[:4] {
 		l.call(t, "POST", "/api/v1/ips/allocate", wire.AllocateRequest{Subnet: "10.10.0.0/24", Machine: m.ID, Interface: "eno1"}, nil)
 	}
+	l.call(t, "PUT", "/api/v1/machines/"+l.machines[0].ID+"/location", wire.LocationRequest{Building: "B1", Room: "hall-1", Rack: "R1", Unit: 1}, nil)
+	l.call(t, "PUT", "/api/v1/machines/"+l.machines[1].ID+"/location", wire.LocationRequest{Rack: "R1", Unit: 3, Height: 2}, nil)
+	l.call(t, "POST", "/api/v1/tags", wire.TagRequest{Name: "gpu", Match: "{{ gt .Node.GPUs 0 }}", Comment: "accelerators"}, nil)
 	var files []wire.ImageFile
 	for _, f := range []string{"kernel", "initrd"} {
 		var got wire.ImageFile
@@ -275,6 +278,10 @@ func TestBrowser(t *testing.T) {
 			{"network", "#/network", `document.querySelectorAll('#main table').length === 3`},
 			{"subnet", "#/network/subnets/10.10.0.0/24", `document.querySelectorAll('#main table').length === 2`},
 			{"images", "#/images", `document.querySelector('#main table') !== null`},
+			{"racks", "#/racks", `document.querySelector('#main .rack-machine') !== null`},
+			{"tags", "#/tags", `document.querySelector('#main table') !== null`},
+			{"tag", "#/tags/gpu", `document.querySelector('#main [data-field=match] textarea') !== null && document.querySelectorAll('#main table').length === 1`},
+			{"layouts", "#/layouts", `document.querySelector('#main .card .empty, #main table') !== null`},
 		} {
 			for _, size := range [][2]int64{{1280, 800}, {390, 844}} {
 				b.run(t, p.name, chromedp.EmulateViewport(size[0], size[1]), chromedp.Navigate(l.ui.URL+"/ui/"+p.hash), waitJS(p.ready))

@@ -35,17 +35,26 @@ Cluster:
   rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
 
 Machines:
-  rollcall list [-state S] [-q TEXT] [-json] [-watch]
+  rollcall list [-state S] [-q TEXT] [-tag T] [-rack R] [-json] [-watch]
   rollcall show ID|NAME [-json]
   rollcall events ID|NAME [-json]
-  rollcall recommission ID|NAME [-now]
-  rollcall power ID status|on|off|soft|cycle|reset
-  rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]
+  rollcall recommission ID|tag:NAME [-now] [-json]
+  rollcall power ID|tag:NAME status|on|off|soft|cycle|reset [-json]
+  rollcall bootdev ID|tag:NAME pxe|disk|cdrom|bios|none [-persistent] [-uefi] [-json]
   rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]
   rollcall bmc drivers
   rollcall add [-name NAME] [-mac MAC]
   rollcall boot-token MAC [-ttl 6h] [-json]   the agent token a boot script hands that MAC
   rollcall delete ID|NAME
+
+Tags and location (tag:NAME: every machine that carries the tag):
+  rollcall tags add NAME [-match RULE] [-cloud-config FILE] [-overlays a,b] [-layout L] [-comment C]
+  rollcall tags set NAME [same flags: only those given change] | rm NAME | list | show NAME
+  rollcall tag ID|tag:NAME +add -remove [+add …]     manual tags (each must exist)
+  rollcall location ID|tag:NAME [-building B] [-room R] [-rack K] [-unit U] [-height H] [-asset A]
+  rollcall location import FILE.csv [-dry]            header: id|serial|mac|node_name, building, room, rack, unit, height, asset_tag
+  rollcall location racks | rack NAME [-building B] [-room R] [-height H]   (rack NAME alone: its elevation)
+  (every one takes -json)
 
 Network (fabric → VLAN → subnet → ranges, addresses):
   rollcall fabric add NAME [-kind ethernet|infiniband] | list | show NAME | rm NAME
@@ -116,6 +125,10 @@ var verbs = map[string]verb{
 	"delete":       {run: cmdDelete},
 	"events":       {run: cmdEvents},
 	"recommission": {run: cmdRecommission},
+	// tags.go, location.go
+	"tags":     {run: cmdTags},
+	"tag":      {run: cmdTag},
+	"location": {run: cmdLocation},
 	// power.go
 	"power":   {run: cmdPower},
 	"bootdev": {run: cmdBootdev},

@@ -127,6 +127,12 @@ func fetch[T any](c *client, method, path string, in any, asJSON bool, w io.Writ
 	if err := c.do(method, path, in, &raw); err != nil {
 		return err
 	}
+	return present(raw, asJSON, w, table)
+}
+
+// present prints an answer as fetch does: the JSON indented with -json,
+// else decoded into T and printed by table.
+func present[T any](raw json.RawMessage, asJSON bool, w io.Writer, table func(io.Writer, T) error) error {
 	if asJSON {
 		return printJSON(w, raw)
 	}

@@ -14,11 +14,13 @@ import (
 
 // The machine verbs: list, show, events, add, delete, recommission.
 
-// cmdList is `rollcall list [-state S] [-q TEXT] [-json] [-watch]`.
+// cmdList is `rollcall list [-state S] [-q TEXT] [-tag T] [-rack R] [-json] [-watch]`.
 func cmdList(args []string, s streams) error {
 	fs := newFlags("list", "")
 	state := fs.String("state", "", "only machines in this state")
 	q := fs.String("q", "", "match name, serial, MAC or IP")
+	tag := fs.String("tag", "", "only machines that carry this tag (manual or auto)")
+	rack := fs.String("rack", "", "only machines in this rack")
 	asJSON := fs.Bool("json", false, "print JSON")
 	watch := fs.Bool("watch", false, "print again on every change")
 	c, err := fs.client(args, anyArgs)
@@ -33,6 +35,12 @@ func cmdList(args []string, s streams) error {
 		}
 		if *q != "" {
 			v.Set("q", *q)
+		}
+		if *tag != "" {
+			v.Set("tag", *tag)
+		}
+		if *rack != "" {
+			v.Set("rack", *rack)
 		}
 		if *watch && index > 0 {
 			v.Set("index", fmt.Sprint(index))
@@ -69,7 +77,7 @@ func cmdList(args []string, s streams) error {
 
 func printMachines(w io.Writer, ms []wire.MachineView) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tPRODUCT\tCPU\tMEMORY\tDISKS\tGPUS\tBMC\tUPDATED")
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSERIAL\tBOOT MAC\tPRODUCT\tCPU\tMEMORY\tDISKS\tGPUS\tBMC\tUPDATED\tLOCATION\tTAGS")
 	for _, m := range ms {
 		s := m.Summary
 		cpu, mem, disks, gpus, bmc := "-", "-", "-", "-", "-"
@@ -92,8 +100,8 @@ func printMachines(w io.Writer, ms []wire.MachineView) error {
 			}
 		}
 		product := strings.TrimSpace(s.Manufacturer + " " + s.Product)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, dash(m.Name), m.State, dash(m.Serial), dash(m.BootMAC),
-			dash(product), cpu, mem, disks, gpus, bmc, m.UpdatedAt.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, dash(m.Name), m.State, dash(m.Serial), dash(m.BootMAC),
+			dash(product), cpu, mem, disks, gpus, bmc, m.UpdatedAt.Local().Format("2006-01-02 15:04"), placeText(m.Location), tagsText(m.Tags, m.AutoTags))
 	}
 	return tw.Flush()
 }
@@ -147,6 +155,8 @@ func printDetail(w io.Writer, d wire.MachineDetail) error {
 			rows = append(rows, [2]string{"BMC error", e})
 		}
 	}
+	rows = append(rows, [2]string{"Location", placeText(m.Location)}, [2]string{"Tags", dash(strings.Join(m.Tags, ", "))},
+		[2]string{"Auto tags", dash(strings.Join(m.AutoTags, ", "))})
 	rows = append(rows, [2]string{"Created", m.CreatedAt.Local().Format(time.RFC3339)}, [2]string{"Updated", m.UpdatedAt.Local().Format(time.RFC3339)})
 	if !m.Commissioned.IsZero() {
 		rows = append(rows, [2]string{"Commissioned", m.Commissioned.Local().Format(time.RFC3339)})
@@ -176,28 +186,24 @@ func cmdEvents(args []string, s streams) error {
 		table: func(w io.Writer, v wire.EventList) error { return printEvents(w, v.Events) }}.run(args, s.stdout)
 }
 
-// cmdRecommission is `rollcall recommission ID|NAME [-now]`.
+// cmdRecommission is `rollcall recommission ID|NAME|tag:NAME [-now] [-json]`.
 func cmdRecommission(args []string, s streams) error {
-	fs := newFlags("recommission", "rollcall recommission ID|NAME [-now]")
+	fs := newFlags("recommission", "rollcall recommission ID|NAME|tag:NAME [-now] [-json]")
 	now := fs.Bool("now", false, "power-cycle into the commissioning image at once through the BMC")
+	asJSON := fs.Bool("json", false, "print JSON")
 	c, err := fs.client(args, 1)
 	if err != nil {
 		return err
 	}
-	path := machinePath(fs.Arg(0), "recommission")
-	if *now {
-		var j wire.Job
-		if err := c.do(http.MethodPost, path+"?now=1", nil, &j); err != nil {
-			return err
+	return c.eachMachine(fs.Arg(0), *asJSON, s.stdout, func(id string) outcome {
+		path := machinePath(id, "recommission")
+		if *now {
+			return call(c, http.MethodPost, path+"?now=1", nil, jobLine)
 		}
-		return printJob(s.stdout, j)
-	}
-	var m wire.MachineView
-	if err := c.do(http.MethodPost, path, nil, &m); err != nil {
-		return err
-	}
-	fmt.Fprintf(s.stdout, "%s: %s (commissions again on its next network boot)\n", m.ID, m.State)
-	return nil
+		return call(c, http.MethodPost, path, nil, func(m wire.MachineView) string {
+			return fmt.Sprintf("%s: %s (commissions again on its next network boot)", m.ID, m.State)
+		})
+	})
 }
 
 // cmdAdd is `rollcall add [-name NAME] [-mac MAC]`.

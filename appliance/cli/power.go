@@ -14,47 +14,51 @@ import (
 
 // The BMC verbs: power, bootdev, bmc.
 
-// cmdPower is `rollcall power ID status|on|off|soft|cycle|reset`.
+// cmdPower is `rollcall power ID|tag:NAME status|on|off|soft|cycle|reset [-json]`.
 func cmdPower(args []string, s streams) error {
-	fs := newFlags("power", "rollcall power ID status|on|off|soft|cycle|reset")
+	fs := newFlags("power", "rollcall power ID|tag:NAME status|on|off|soft|cycle|reset [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
 	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
 	}
-	var j wire.Job
-	if err := c.do(http.MethodPost, machinePath(fs.Arg(0), "power"), wire.PowerRequest{Action: fs.Arg(1)}, &j); err != nil {
-		return err
-	}
-	return printJob(s.stdout, j)
+	req := wire.PowerRequest{Action: fs.Arg(1)}
+	return c.eachMachine(fs.Arg(0), *asJSON, s.stdout, func(id string) outcome {
+		return call(c, http.MethodPost, machinePath(id, "power"), req, jobLine)
+	})
 }
 
-// cmdBootdev is `rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]`.
+// cmdBootdev is `rollcall bootdev ID|tag:NAME pxe|disk|cdrom|bios|none [-persistent] [-uefi] [-json]`.
 func cmdBootdev(args []string, s streams) error {
-	fs := newFlags("bootdev", "rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]")
+	fs := newFlags("bootdev", "rollcall bootdev ID|tag:NAME pxe|disk|cdrom|bios|none [-persistent] [-uefi] [-json]")
 	persistent := fs.Bool("persistent", false, "keep the device for every boot, not just the next")
 	uefi := fs.Bool("uefi", false, "boot in UEFI mode")
+	asJSON := fs.Bool("json", false, "print JSON")
 	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
 	}
-	var j wire.Job
-	if err := c.do(http.MethodPost, machinePath(fs.Arg(0), "bootdev"), wire.BootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}, &j); err != nil {
-		return err
-	}
-	return printJob(s.stdout, j)
+	req := wire.BootdevRequest{Device: fs.Arg(1), Persistent: *persistent, UEFI: *uefi}
+	return c.eachMachine(fs.Arg(0), *asJSON, s.stdout, func(id string) outcome {
+		return call(c, http.MethodPost, machinePath(id, "bootdev"), req, jobLine)
+	})
 }
 
 func printJob(w io.Writer, j wire.Job) error {
+	_, err := fmt.Fprintln(w, jobLine(j))
+	return err
+}
+
+// jobLine says what a BMC job did, on one line.
+func jobLine(j wire.Job) string {
 	if !j.Done {
-		fmt.Fprintf(w, "%s %s %s: still running (job %s)\n", j.Machine, j.Kind, j.Arg, j.ID)
-		return nil
+		return fmt.Sprintf("%s %s %s: still running (job %s)", j.Machine, j.Kind, j.Arg, j.ID)
 	}
 	res := j.Result
 	if res == "" {
 		res = "ok"
 	}
-	fmt.Fprintf(w, "%s %s %s: %s (on %s)\n", j.Machine, j.Kind, j.Arg, res, j.StartedBy)
-	return nil
+	return fmt.Sprintf("%s %s %s: %s (on %s)", j.Machine, j.Kind, j.Arg, res, j.StartedBy)
 }
 
 // cmdBMC is `rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]`

@@ -20,6 +20,12 @@ type Source interface {
 	Cluster(ctx context.Context) (wire.ClusterView, error)
 	Network(ctx context.Context) (Network, error)
 	Images(ctx context.Context) ([]wire.Image, error)
+	// Racks is GET /api/v1/racks; Rack one rack with its elevation.
+	Racks(ctx context.Context) ([]wire.Rack, error)
+	Rack(ctx context.Context, name string) (wire.RackDetail, error)
+	// Tags is GET /api/v1/tags; Tag one tag with its machines.
+	Tags(ctx context.Context) ([]wire.Tag, error)
+	Tag(ctx context.Context, name string) (wire.TagDetail, error)
 	// Do runs one action on one machine and returns what the API said in a
 	// few words (a power state, a job result).
 	Do(ctx context.Context, a Action) (string, error)

@@ -113,8 +113,8 @@ func (c *console) showHelp() {
 }
 
 const helpText = `[yellow]Anywhere[-]
-  1-6        a page: overview, machines, cluster, events,
-             network, images
+  1-8        a page: overview, machines, racks, tags,
+             cluster, events, network, images
   Tab, Esc   between the list and the page (Esc: back)
   r          refresh (changes also arrive on their own)
   ?          these keys          q  quit
@@ -123,6 +123,9 @@ const helpText = `[yellow]Anywhere[-]
   Space select   * select all shown   Enter open the machine
   a actions for the selection or the row: power, boot
     device, re-commission, delete (destructive ones ask)
+[yellow]Racks and tags[-]
+  Enter on a rack: its elevation; on a unit: its machine
+  Enter on a tag: the tag and its machines    Esc back
 [yellow]Dialogs[-]
   arrows, Tab, Enter choose    Esc cancel
 `
@@ -145,13 +148,19 @@ func (c *console) hints() []hint {
 	var h []hint
 	switch {
 	case c.nav.HasFocus():
-		h = []hint{{"1-6", "page", 2}, {"Enter", "open", 2}, {"Tab", "page", 1}}
+		h = []hint{{fmt.Sprintf("1-%d", len(navPages)), "page", 2}, {"Enter", "open", 2}, {"Tab", "page", 1}}
 	case c.page == "machines":
 		h = []hint{{"/", "filter", 3}, {"s", "state", 3}, {"Space", "select", 3}, {"*", "all", 2}, {"Enter", "open", 3}, {"a", "actions", 3}}
 	case c.page == "machine":
 		h = []hint{{"a", "actions", 3}, {"Esc", "back", 3}}
-	case c.page == "events":
+	case c.page == "events", c.page == "rack":
 		h = []hint{{"Enter", "open machine", 3}, {"Esc", "list", 2}}
+	case c.page == "racks":
+		h = []hint{{"Enter", "elevation", 3}, {"Esc", "list", 2}}
+	case c.page == "tags":
+		h = []hint{{"Enter", "show tag", 3}, {"Esc", "list", 2}}
+	case c.page == "tag":
+		h = []hint{{"Esc", "tags", 3}}
 	default:
 		h = []hint{{"Esc", "list", 2}}
 	}

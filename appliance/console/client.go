@@ -130,6 +130,34 @@ func (c *Client) Images(ctx context.Context) ([]wire.Image, error) {
 	return v.Images, err
 }
 
+// Racks implements Source.
+func (c *Client) Racks(ctx context.Context) ([]wire.Rack, error) {
+	var v wire.RackList
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/racks", nil, &v)
+	return v.Racks, err
+}
+
+// Rack implements Source.
+func (c *Client) Rack(ctx context.Context, name string) (wire.RackDetail, error) {
+	var v wire.RackDetail
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/racks/"+url.PathEscape(name), nil, &v)
+	return v, err
+}
+
+// Tags implements Source.
+func (c *Client) Tags(ctx context.Context) ([]wire.Tag, error) {
+	var v wire.TagList
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/tags", nil, &v)
+	return v.Tags, err
+}
+
+// Tag implements Source.
+func (c *Client) Tag(ctx context.Context, name string) (wire.TagDetail, error) {
+	var v wire.TagDetail
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/tags/"+url.PathEscape(name), nil, &v)
+	return v, err
+}
+
 // Do implements Source.
 func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 	p := machinePath(a.Machine)

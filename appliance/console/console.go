@@ -141,20 +141,23 @@ func Interactive(in, out *os.File) bool {
 var navPages = []struct{ name, label, section string }{
 	{"overview", "Overview", "Fleet"},
 	{"machines", "Machines", ""},
+	{"racks", "Racks", ""},
+	{"tags", "Tags", ""},
 	{"cluster", "Cluster", ""},
 	{"events", "Events", ""},
 	{"network", "Network", "Setup"},
 	{"images", "Images", ""},
 }
 
-// PageNames are the pages Dump can render: each page of the list, and
-// machine/ID for one machine.
+// PageNames are the pages Dump can render: each page of the list,
+// machine/ID for one machine, rack/NAME for a rack's elevation and tag/NAME
+// for one tag.
 func PageNames() []string {
 	var out []string
 	for _, p := range navPages {
 		out = append(out, p.name)
 	}
-	return append(out, "machine/ID")
+	return append(out, "machine/ID", "rack/NAME", "tag/NAME")
 }
 
 const navWidth = 14
@@ -174,6 +177,10 @@ type console struct {
 	events    []wire.Event
 	network   Network
 	images    []wire.Image
+	racks     []wire.Rack
+	rack      rackView
+	tags      []wire.Tag
+	tag       tagView
 	errs      map[string]error // what → last load error
 	detail    *wire.MachineDetail
 	detailID  string
@@ -204,6 +211,10 @@ type console struct {
 	eventsT   *tview.Table
 	networkTV *tview.TextView
 	imagesTV  *tview.TextView
+	racksT    *tview.Table
+	rackT     *tview.Table
+	tagsT     *tview.Table
+	tagTV     *tview.TextView
 }
 
 func newConsole(ctx context.Context, app *tview.Application, src Source, live bool) *console {
@@ -262,6 +273,7 @@ func (c *console) build() {
 	c.body.AddPage("events", c.eventsT, true, false)
 	c.networkTV = c.textPage("network", " Network ")
 	c.imagesTV = c.textPage("images", " Images ")
+	c.buildRacksAndTags()
 
 	main := tview.NewFlex().
 		AddItem(c.nav, navWidth, 0, true).
@@ -293,10 +305,19 @@ func (c *console) start() {
 
 // navName is the list entry the current page belongs to.
 func (c *console) navName() string {
-	if c.page == "machine" {
-		return c.back
+	return navOf(c.page, c.back)
+}
+
+func navOf(page, back string) string {
+	switch page {
+	case "machine":
+		return navOf(back, "")
+	case "rack":
+		return "racks"
+	case "tag":
+		return "tags"
 	}
-	return c.page
+	return page
 }
 
 // show puts a page on the right and loads what it needs.
@@ -327,8 +348,15 @@ func (c *console) show(name string) {
 		}
 	case "images":
 		c.load("images", "cluster")
-	case "cluster", "network":
+	case "cluster", "network", "racks", "tags":
 		c.load(name)
+	case "rack":
+		c.load("rack:" + c.rack.name)
+	case "tag":
+		c.load("tag:" + c.tag.name)
+		if !c.live {
+			c.load("machines")
+		}
 	}
 	c.render()
 }
@@ -339,6 +367,12 @@ func (c *console) focusBody() {
 		c.app.SetFocus(c.table)
 	case "events":
 		c.app.SetFocus(c.eventsT)
+	case "racks":
+		c.app.SetFocus(c.racksT)
+	case "rack":
+		c.app.SetFocus(c.rackT)
+	case "tags":
+		c.app.SetFocus(c.tagsT)
 	default:
 		if p, _ := c.body.GetFrontPage(); p != "" {
 			_, prim := c.body.GetFrontPage()
@@ -380,9 +414,13 @@ func (c *console) keys(ev *tcell.EventKey) *tcell.EventKey {
 		}
 		return nil
 	case tcell.KeyEscape:
-		if c.page == "machine" {
+		switch {
+		case c.page == "machine":
 			c.closeMachine()
-		} else if !c.nav.HasFocus() {
+		case c.page == "rack" || c.page == "tag":
+			c.show(c.navName())
+			c.focusBody()
+		case !c.nav.HasFocus():
 			c.app.SetFocus(c.nav)
 		}
 		return nil
@@ -472,6 +510,44 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			return fail(err)
 		}
 		return ok(func() { c.images = im })
+	case what == "racks":
+		rs, err := c.src.Racks(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.racks = rs })
+	case what == "tags":
+		ts, err := c.src.Tags(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.tags = ts })
+	case strings.HasPrefix(what, "rack:"):
+		name := strings.TrimPrefix(what, "rack:")
+		d, err := c.src.Rack(ctx, name)
+		return func() {
+			if c.rack.name != name {
+				return
+			}
+			c.rack.err = err
+			if err == nil {
+				c.rack.detail = &d
+			}
+			c.render()
+		}
+	case strings.HasPrefix(what, "tag:"):
+		name := strings.TrimPrefix(what, "tag:")
+		d, err := c.src.Tag(ctx, name)
+		return func() {
+			if c.tag.name != name {
+				return
+			}
+			c.tag.err = err
+			if err == nil {
+				c.tag.detail = &d
+			}
+			c.render()
+		}
 	case strings.HasPrefix(what, "machine:"):
 		id := strings.TrimPrefix(what, "machine:")
 		d, err := c.src.Machine(ctx, id)
@@ -558,8 +634,15 @@ func (c *console) setMachines(l wire.MachineList) {
 	if c.page == "events" || c.page == "overview" {
 		c.load("events")
 	}
-	if c.page == "machine" {
+	switch c.page {
+	case "machine":
 		c.load("machine:" + c.detailID)
+	case "racks", "tags":
+		c.load(c.page) // a placement or a tag moves their counts
+	case "rack":
+		c.load("rack:" + c.rack.name)
+	case "tag":
+		c.load("tag:" + c.tag.name)
 	}
 }
 
@@ -581,5 +664,13 @@ func (c *console) render() {
 		c.renderNetwork()
 	case "images":
 		c.renderImages()
+	case "racks":
+		c.renderRacks()
+	case "rack":
+		c.renderRack()
+	case "tags":
+		c.renderTags()
+	case "tag":
+		c.renderTag()
 	}
 }

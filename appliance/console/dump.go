@@ -14,7 +14,8 @@ import (
 )
 
 // Dump renders one screen of the console, width×height, to w as text: the
-// page (see PageNames; machine/ID for one machine) as the console would show
+// page (see PageNames; machine/ID for one machine, rack/NAME for a rack's
+// elevation, tag/NAME for a tag) as the console would show
 // it right after opening it. plain leaves colour out; otherwise each cell's
 // colours and attributes are ANSI SGR sequences. A page whose data failed to
 // load is still written, with the error on it, and the error is returned.
@@ -23,7 +24,8 @@ func Dump(w io.Writer, width, height int, page string, plain bool, data Source) 
 		return fmt.Errorf("dump size %dx%d: at least 40x12", width, height)
 	}
 	name, id, _ := strings.Cut(page, "/")
-	if !slices.Contains(PageNames(), name) && !(name == "machine" && id != "") {
+	one := (name == "machine" || name == "rack" || name == "tag") && id != ""
+	if !slices.Contains(PageNames(), name) && !one {
 		return fmt.Errorf("page %q: not one of %s", page, strings.Join(PageNames(), ", "))
 	}
 	screen := tcell.NewSimulationScreen("UTF-8")
@@ -31,11 +33,18 @@ func Dump(w io.Writer, width, height int, page string, plain bool, data Source) 
 	screen.SetSize(width, height)
 	c := newConsole(context.Background(), app, data, false)
 	c.load("machines", "cluster")
-	if name == "machine" {
+	switch {
+	case name == "machine":
 		c.back = "machines"
 		c.show("machines")
 		c.openMachine(id, "machines")
-	} else {
+	case name == "rack":
+		c.show("racks")
+		c.openRack(id)
+	case name == "tag":
+		c.show("tags")
+		c.openTag(id)
+	default:
 		c.show(name)
 		c.focusBody()
 	}
@@ -48,8 +57,10 @@ func Dump(w io.Writer, width, height int, page string, plain bool, data Source) 
 	for what, err := range c.errs {
 		errs = append(errs, fmt.Errorf("%s: %w", what, err))
 	}
-	if c.detailErr != nil {
-		errs = append(errs, c.detailErr)
+	for _, err := range []error{c.detailErr, c.rack.err, c.tag.err} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

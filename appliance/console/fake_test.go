@@ -26,6 +26,8 @@ type fleet struct {
 	changed  chan struct{} // closed and replaced on every change
 	machines []wire.MachineView
 	events   []wire.Event
+	racks    []wire.Rack
+	tags     []wire.Tag
 	fail     map[string]error // machine ID → error for every action on it
 	calls    []Action
 }
@@ -91,7 +93,123 @@ func newFleet() *fleet {
 		}
 	}
 	f.events = append(f.events, wire.Event{Machine: "m-0a1b2c3d4e04", Index: 300, Time: ago(49 * time.Hour), Kind: "bmc", Message: "ipmi 10.0.20.41: connection refused"})
+	// Where they stand, and their tags.
+	places := map[string]wire.Location{
+		"web-01":    {Building: "B1", Room: "hall-2", Rack: "R12", Unit: 10},
+		"web-02":    {Building: "B1", Room: "hall-2", Rack: "R12", Unit: 11},
+		"db-01":     {Building: "B1", Room: "hall-2", Rack: "R12", Unit: 14, Height: 2, Asset: "A-3301"},
+		"stor-01":   {Building: "B1", Room: "hall-2", Rack: "R12", Unit: 20, Height: 2},
+		"rack2-n01": {Building: "B1", Room: "hall-2", Rack: "R12"},
+		"gpu-01":    {Building: "B1", Room: "hall-2", Rack: "R13", Unit: 1, Height: 4},
+		"gpu-02":    {Building: "B1", Room: "hall-2", Rack: "R13", Unit: 5, Height: 4},
+	}
+	tags := map[string][2][]string{ // manual, auto
+		"web-01":  {{"web"}, nil},
+		"web-02":  {{"web"}, nil},
+		"stor-01": {nil, {"storage"}},
+		"gpu-01":  {{"burn-in"}, {"gpu"}},
+		"gpu-02":  {nil, {"gpu"}},
+	}
+	for i := range f.machines {
+		m := &f.machines[i]
+		m.Location = places[m.Name]
+		m.Tags, m.AutoTags = tags[m.Name][0], tags[m.Name][1]
+	}
+	f.racks = []wire.Rack{
+		{Name: "R12", Building: "B1", Room: "hall-2", Height: 42, Created: ago(90 * 24 * time.Hour)},
+		{Name: "R13", Building: "B1", Room: "hall-2", Height: 42, Created: ago(90 * 24 * time.Hour)},
+		{Name: "R14", Building: "B2", Height: 24, Created: ago(9 * 24 * time.Hour)},
+	}
+	f.tags = []wire.Tag{
+		{Name: "burn-in", Comment: "48 h stress test before handover", Updated: ago(2 * time.Hour)},
+		{Name: "gpu", Match: "{{ gt .Node.GPUs 0 }}", CloudConfig: "#cloud-config\npackages:\n  - nvidia-driver\n", Comment: "NVIDIA nodes", Updated: ago(30 * 24 * time.Hour)},
+		{Name: "storage", Match: `{{ ge .Node.Disks 12 }}`, Layout: "bond-25g", Updated: ago(30 * 24 * time.Hour)},
+		{Name: "web", Comment: "front ends", Updated: ago(5 * 24 * time.Hour)},
+	}
 	return f
+}
+
+// Racks answers as the API does: each rack with its used units and
+// machines, counted from the machines' places.
+func (f *fleet) Racks(context.Context) ([]wire.Rack, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []wire.Rack
+	for _, r := range f.racks {
+		for _, m := range f.machines {
+			if m.Location.Rack == r.Name {
+				r.Machines++
+				if m.Location.Unit > 0 {
+					r.UsedUnits += max(m.Location.Height, 1)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fleet) Rack(ctx context.Context, name string) (wire.RackDetail, error) {
+	rs, _ := f.Racks(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range rs {
+		if r.Name != name {
+			continue
+		}
+		d := wire.RackDetail{Rack: r}
+		for _, m := range f.machines {
+			if m.Location.Rack != name {
+				continue
+			}
+			u := wire.RackUnit{Unit: m.Location.Unit, Height: max(m.Location.Height, 1), Machine: m.ID, Name: m.Name, State: m.State}
+			if u.Unit == 0 {
+				d.Unplaced = append(d.Unplaced, u)
+			} else {
+				d.Elevation = append(d.Elevation, u)
+			}
+		}
+		slices.SortFunc(d.Elevation, func(a, b wire.RackUnit) int { return a.Unit - b.Unit })
+		return d, nil
+	}
+	return wire.RackDetail{}, fmt.Errorf("rack %q: not found", name)
+}
+
+func (f *fleet) Tags(context.Context) ([]wire.Tag, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []wire.Tag
+	for _, t := range f.tags {
+		for _, m := range f.machines {
+			if slices.Contains(m.Tags, t.Name) || slices.Contains(m.AutoTags, t.Name) {
+				t.Machines++
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (f *fleet) Tag(ctx context.Context, name string) (wire.TagDetail, error) {
+	ts, _ := f.Tags(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range ts {
+		if t.Name != name {
+			continue
+		}
+		d := wire.TagDetail{Tag: t}
+		for _, m := range f.machines {
+			if slices.Contains(m.Tags, t.Name) {
+				d.Manual = append(d.Manual, m.ID)
+			}
+			if slices.Contains(m.Tags, t.Name) || slices.Contains(m.AutoTags, t.Name) {
+				d.MachineIDs = append(d.MachineIDs, m.ID)
+			}
+		}
+		return d, nil
+	}
+	return wire.TagDetail{}, fmt.Errorf("tag %q: not found", name)
 }
 
 // bump records a change and wakes blocking queries; f.mu is held.

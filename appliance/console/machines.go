@@ -333,6 +333,8 @@ func (c *console) renderMachine() {
 	row("Boot MAC", dash(m.BootMAC))
 	row("MACs", dash(strings.Join(m.MACs, ", ")))
 	row("IPs", dash(strings.Join(m.IPs, ", ")))
+	row("Location", dash(placeOf(m.Location)))
+	row("Tags", dash(tagsOf(m)))
 	row("Product", dash(strings.TrimSpace(s.Manufacturer+" "+s.Product)))
 	if s.Sockets > 0 {
 		row("CPU", fmt.Sprintf("%d × %s (%d cores, %d threads)", s.Sockets, s.CPUModel, s.Cores, s.Threads))

@@ -318,12 +318,44 @@ func TestLiveUpdatesAndMachinePage(t *testing.T) {
 	s.keys(tcell.KeyEscape)
 	s.waitGone("help closed", "Keys (Esc closes)")
 
-	s.keys("4")
+	s.keys("6")
 	s.waitFor("events", "Events ·", "agent booted")
 	s.keys(tcell.KeyEnter)
 	s.waitFor("event opens its machine", "gpu-01 · m-0a1b2c3d4e05")
 	s.keys(tcell.KeyEscape)
 	s.waitFor("back to events", "Events ·")
+}
+
+// TestRacksAndTags walks from the rack list to an elevation, from a unit to
+// its machine and back, and from the tag list to a tag.
+func TestRacksAndTags(t *testing.T) {
+	s := startSession(t, 140, 40)
+	s.keys("3")
+	s.waitFor("racks", "Racks · 3", "R12", "R14")
+	s.keys(tcell.KeyEnter) // the cursor is on R12
+	s.waitFor("elevation", "Rack R12 · B1 › hall-2 · 42U, 6U used · 5 machines", "┏ stor-01", "┗", "db-01", "unit not known", "rack2-n01")
+	// The cursor starts on the highest machine (stor-01 at U20–21); two
+	// rows down is U19, empty, and one more is db-01's top unit (U15).
+	s.keys(tcell.KeyEnter)
+	s.waitFor("a unit opens its machine", "stor-01 · m-0a1b2c3d4e04", "B1 › hall-2 › R12 U20–21", "storage (rule)")
+	s.keys(tcell.KeyEscape)
+	s.waitFor("back to the elevation", "Rack R12 ·")
+	s.keys(tcell.KeyDown, tcell.KeyDown, tcell.KeyDown, tcell.KeyDown, tcell.KeyDown, tcell.KeyDown, tcell.KeyEnter)
+	s.waitFor("the unit under an empty one", "db-01 · m-0a1b2c3d4e03", "asset A-3301")
+	s.keys(tcell.KeyEscape, tcell.KeyEscape)
+	s.waitFor("back to the racks", "Racks · 3")
+	s.f.update(func(ms []wire.MachineView) []wire.MachineView {
+		ms[6].Location = wire.Location{Rack: "R14", Unit: 1}
+		return ms
+	})
+	s.waitFor("a placement arrives without a key", "R14  B2       -         24U   1U")
+
+	s.keys("4")
+	s.waitFor("tags", "Tags · 4", "burn-in", "storage")
+	s.keys(tcell.KeyDown, tcell.KeyEnter)
+	s.waitFor("a tag", "Tag gpu", "{{ gt .Node.GPUs 0 }}", "nvidia-driver", "Machines 2")
+	s.keys(tcell.KeyEscape)
+	s.waitFor("back to the tags", "Tags · 4")
 }
 
 func newMachine(id, name string) wire.MachineView {

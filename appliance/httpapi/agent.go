@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -152,7 +154,7 @@ func (s *Server) postCommission(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), cmd)
+	idx, err := s.applyCommission(c.Request.Context(), cmd, &rep)
 	if err != nil {
 		return err
 	}
@@ -165,6 +167,47 @@ func (s *Server) postCommission(c *gin.Context) error {
 	setIndex(c, idx)
 	c.JSON(http.StatusOK, wire.CommissionReply{ID: m.ID, State: m.State, Index: idx})
 	return nil
+}
+
+// applyCommission proposes a commission and, when tags have rules, the
+// machine's auto tags as the rules find it, in the same log entry (a
+// machine leaves commissioning with its auto tags: raftfsm's
+// CommissionAutoTags). The leader does not precheck a batch, so the
+// commission is checked here first: a refusal takes no entry. A rule that
+// fails on the machine leaves its tags as they were (logged).
+func (s *Server) applyCommission(ctx context.Context, cmd *raftfsm.Commission, rep *inventory.Report) (uint64, error) {
+	var set *raftfsm.AutoTagsSet
+	var failed []error
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		var err error
+		set, failed, err = raftfsm.CommissionAutoTags(tx, cmd, rep)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	for _, f := range failed {
+		s.log.Warn("tag rule failed at commissioning: the machine keeps its tags", "err", f)
+	}
+	if set == nil {
+		return s.cfg.Cluster.Apply(ctx, cmd)
+	}
+	if err := s.cfg.Cluster.FSM().Precheck(cmd); err != nil {
+		return 0, err
+	}
+	b, err := raftfsm.NewBatch(cmd, set)
+	if err != nil {
+		return 0, err
+	}
+	idx, err := s.cfg.Cluster.Apply(ctx, b)
+	var be *cluster.BatchError
+	if errors.As(err, &be) && len(be.Errs) == 2 {
+		if be.Errs[0] != nil {
+			return idx, be.Errs[0]
+		}
+		s.log.Warn("auto tags at commissioning were refused: the machine keeps its tags", "index", idx, "err", be.Errs[1])
+		return idx, nil
+	}
+	return idx, err
 }
 
 // commissionCommand validates a report and turns it into a command: the BMC

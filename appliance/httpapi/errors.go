@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/store"
 )
 
@@ -21,7 +22,13 @@ type Error struct {
 	Status  int
 	Code    string // stable, for scripts: bad_request, not_found, conflict, …
 	Message string
-	cause   error
+	// Field names the request field the error is about, when one is
+	// (a form shows the message beside it).
+	Field string
+	// Rows are the bad rows of an uploaded file, each with its line,
+	// answered beside the error (a location import).
+	Rows  []wire.ImportError
+	cause error
 }
 
 func (e *Error) Error() string {
@@ -41,6 +48,11 @@ func Errorf(status int, code, format string, a ...any) error {
 // BadRequest is a 400 with a message for the caller.
 func BadRequest(format string, a ...any) error {
 	return &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf(format, a...)}
+}
+
+// FieldError is a 400 about one field of the request.
+func FieldError(field, format string, a ...any) error {
+	return &Error{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf(format, a...), Field: field}
 }
 
 // Wrap gives cause a public message: the client reads msg, the log the
@@ -147,7 +159,7 @@ func (f *Failer) Fail(c *gin.Context, err error) {
 	}
 	f.Log.Log(c.Request.Context(), level, "request failed", "method", c.Request.Method, "route", c.FullPath(),
 		"request_id", c.GetString(ctxRequestID), "status", e.Status, "err", err)
-	c.AbortWithStatusJSON(e.Status, gin.H{"error": gin.H{"code": e.Code, "message": e.Message}})
+	c.AbortWithStatusJSON(e.Status, wire.ErrorReply{Error: wire.ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}, Errors: e.Rows})
 }
 
 // Handler is an API handler: it writes its answer or returns an error for

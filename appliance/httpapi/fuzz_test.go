@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -132,4 +133,74 @@ func checkFuzzReply(t *testing.T, r nodetest.Response, ok int) {
 	default:
 		t.Fatalf("status %s", r)
 	}
+}
+
+// FuzzImportBody: any location file gets a 200 or a 4xx with the error
+// shape (a refused file with its bad rows), never a 5xx; a dry run
+// changes nothing, and an applied import leaves every machine it names
+// where the answer says.
+func FuzzImportBody(f *testing.F) {
+	n := nodetest.Start(f)
+	var ids []string
+	for i, mac := range []string{"0c:c4:7a:00:00:01", "0c:c4:7a:00:00:02"} {
+		rep := testReport(fmt.Sprintf("6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4%d", i), fmt.Sprintf("FUZZ000%d", i), mac)
+		ids = append(ids, commission(f, n, n.Agent, rep).ID)
+	}
+	f.Add([]byte("id,building,room,rack,unit,height,asset_tag\n"+ids[0]+",DC1,Hall A,R12,24,2,A-1\n"), true)
+	f.Add([]byte("serial,rack,unit\nFUZZ0001,R12,1\nFUZZ0000,R12,1\n"), false)
+	f.Add([]byte("mac,node_name,rack\n0C-C4-7A-00-00-02,,\"R\"\"7\"\n"), false)
+	f.Fuzz(func(t *testing.T, body []byte, dry bool) {
+		path := "/api/v1/locations/import"
+		if dry {
+			path += "?dry=1"
+		}
+		before := stateOf(n)
+		r := n.Do(t, "POST", path, body, append(nodetest.Bearer(n.Admin), "Content-Type", "text/csv")...)
+		checkFuzzReply(t, r, http.StatusOK)
+		if r.Status != http.StatusOK || dry {
+			if after := stateOf(n); after != before {
+				t.Errorf("%d (dry %v), but the node changed: %+v → %+v", r.Status, dry, before, after)
+			}
+			return
+		}
+		var ans wire.ImportReply
+		r.Decode(t, &ans)
+		for _, c := range ans.Changes {
+			var mv wire.MachineView
+			n.Do(t, "GET", "/api/v1/machines/"+c.Machine, nil, nodetest.Bearer(n.Admin)...).Decode(t, &mv)
+			if mv.Location != c.To {
+				t.Errorf("line %d: %s stands at %+v, the answer says %+v", c.Line, c.Machine, mv.Location, c.To)
+			}
+		}
+	})
+}
+
+// FuzzTagBody: POST /api/v1/tags never fails with a 5xx, whatever the rule
+// (evaluation is bounded), and a created tag is what was asked for.
+func FuzzTagBody(f *testing.F) {
+	n := nodetest.Start(f)
+	commission(f, n, n.Agent, testReport("6f1c2b3a-4d5e-4f60-8a7b-9c0d1e2f3a4b", "FUZZ0001"))
+	f.Add([]byte(`{"name": "gpu", "match": "{{ gt .Node.GPUs 0 }}", "comment": "NVIDIA"}`))
+	f.Add([]byte(`{"name": "big", "match": "{{ range 1000000000 }}{{ end }}true"}`))
+	f.Add([]byte(`{"name": "cc", "cloud_config": "#cloud-config\npackages: [git]\n", "overlays": ["a", "b"]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r := n.Do(t, "POST", "/api/v1/tags", body, nodetest.Bearer(n.Admin)...)
+		checkFuzzReply(t, r, http.StatusCreated)
+		if r.Status != http.StatusCreated {
+			return
+		}
+		var req wire.TagRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatalf("created from a body encoding/json refuses (%v): %q", err, body)
+		}
+		var s wire.TagSaved
+		r.Decode(t, &s)
+		if s.Tag.Name != req.Name || s.Tag.Match != req.Match || s.Tag.CloudConfig != req.CloudConfig {
+			t.Errorf("created %+v from %q", s.Tag, body)
+		}
+		// Gone again, so the next input may use the name.
+		if d := n.Do(t, "DELETE", "/api/v1/tags/"+s.Tag.Name, nil, nodetest.Bearer(n.Admin)...); d.Status != http.StatusOK {
+			t.Fatalf("delete %s: %s", s.Tag.Name, d)
+		}
+	})
 }

@@ -22,3 +22,11 @@ func (s *Server) SharedList() (same any, body []byte, err error) {
 
 // Waiters is the number of blocking queries the server holds.
 func (s *Server) Waiters() int64 { return s.waiters.Load() }
+
+// SetMaxLocationEntry lowers the size past which a placement goes in
+// steps, until the returned function restores it.
+func SetMaxLocationEntry(n int) (restore func()) {
+	old := maxLocationEntry
+	maxLocationEntry = n
+	return func() { maxLocationEntry = old }
+}

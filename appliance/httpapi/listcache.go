@@ -25,7 +25,9 @@ import (
 type listRow struct {
 	id, name, serial, state string
 	macs, ips               []string
-	json                    []byte // the MachineView as the API sends it
+	tags                    []string // manual and auto, for ?tag=
+	rack                    string   // for ?rack=
+	json                    []byte   // the MachineView as the API sends it
 }
 
 type listCache struct {
@@ -43,7 +45,7 @@ func newRow(m store.Machine) (*listRow, error) {
 	}
 	return &listRow{
 		id: m.ID, name: strings.ToLower(m.Name), serial: strings.ToLower(m.Serial), state: m.State,
-		macs: m.MACs, ips: m.IPs, json: b,
+		macs: m.MACs, ips: m.IPs, tags: slices.Concat(m.Tags, m.AutoTags), rack: m.Location.Rack, json: b,
 	}, nil
 }
 

@@ -98,8 +98,18 @@ func (s *Server) listMachines(c *gin.Context) error {
 		limit = l
 	}
 	after := c.Query("after")
-	q := strings.ToLower(strings.TrimSpace(c.Query("q")))
-	if state == "" && q == "" && limit == 0 && after == "" {
+	f := listFilter{state: state, q: strings.ToLower(strings.TrimSpace(c.Query("q"))), tag: c.Query("tag"), rack: c.Query("rack")}
+	if f.tag != "" {
+		if err := store.ValidTagName(f.tag); err != nil {
+			return FieldError("tag", "%s", store.Public(err))
+		}
+	}
+	if f.rack != "" {
+		if err := store.ValidRackName(f.rack); err != nil {
+			return FieldError("rack", "%s", store.Public(err))
+		}
+	}
+	if f.none() && limit == 0 && after == "" {
 		// The whole list, the one every watcher asks for: encoded (and
 		// gzipped) once per change and shared by every request.
 		full, err := s.machines.fullList(s.cfg.DB)
@@ -121,7 +131,7 @@ func (s *Server) listMachines(c *gin.Context) error {
 	count, next := 0, ""
 	start, _ := slices.BinarySearchFunc(rows, after, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
 	for _, r := range rows[start:] {
-		if after != "" && r.id <= after || state != "" && r.state != state || q != "" && !r.matches(q) {
+		if after != "" && r.id <= after || !f.keep(r) {
 			continue
 		}
 		if limit > 0 && count == limit {
@@ -135,7 +145,7 @@ func (s *Server) listMachines(c *gin.Context) error {
 		next = r.id
 	}
 	buf.WriteString("]")
-	if limit > 0 && count == limit && next != "" && hasMore(rows, next, state, q) {
+	if limit > 0 && count == limit && next != "" && hasMore(rows, next, f) {
 		fmt.Fprintf(&buf, `,"next":%q`, next)
 	}
 	buf.WriteString("}")
@@ -144,11 +154,22 @@ func (s *Server) listMachines(c *gin.Context) error {
 	return nil
 }
 
+// listFilter is what ?state=, ?q=, ?tag= and ?rack= ask of a row; a tag
+// matches a manual or an auto tag.
+type listFilter struct{ state, q, tag, rack string }
+
+func (f listFilter) none() bool { return f == listFilter{} }
+
+func (f listFilter) keep(r *listRow) bool {
+	return (f.state == "" || r.state == f.state) && (f.q == "" || r.matches(f.q)) &&
+		(f.tag == "" || slices.Contains(r.tags, f.tag)) && (f.rack == "" || r.rack == f.rack)
+}
+
 // hasMore says whether a row after id passes the filters.
-func hasMore(rows []*listRow, id, state, q string) bool {
+func hasMore(rows []*listRow, id string, f listFilter) bool {
 	i, _ := slices.BinarySearchFunc(rows, id, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
 	for _, r := range rows[i:] {
-		if r.id > id && (state == "" || r.state == state) && (q == "" || r.matches(q)) {
+		if r.id > id && f.keep(r) {
 			return true
 		}
 	}

@@ -38,7 +38,7 @@ type Route struct {
 func (s *Server) Routes() []Route { return s.routes() }
 
 func (s *Server) routes() []Route {
-	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes())
+	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.tagRoutes(), s.locationRoutes())
 }
 
 func (s *Server) coreRoutes() []Route {
@@ -62,7 +62,7 @@ func (s *Server) coreRoutes() []Route {
 		{"POST", "/api/v1/cluster/members/:name/repair", AuthAdmin, "rebuild a node's store from the leader's (after a consistency check found it damaged)", nil, s.postRepair},
 		{"POST", "/api/v1/cluster/check", AuthAdmin, "consistency check now: every node hashes its store at one index and compares", nil, s.postCheck},
 
-		{"GET", "/api/v1/machines", AuthAdmin, "machine summaries (?state= ?q= ?limit=&after= pages, next in the answer; ?index=&wait= blocks, at most 512 per node; ?min_index=; gzip when accepted)", nil, s.listMachines},
+		{"GET", "/api/v1/machines", AuthAdmin, "machine summaries (?state= ?q= ?tag= (manual or auto) ?rack= ?limit=&after= pages, next in the answer; ?index=&wait= blocks, at most 512 per node; ?min_index=; gzip when accepted)", nil, s.listMachines},
 		{"POST", "/api/v1/machines", AuthAdmin, "add a machine by hand (state new)", wire.CreateMachineRequest{}, s.createMachine},
 		{"GET", "/api/v1/machines/:id", AuthAdmin, "full record: inventory, BMC (no secret), events", nil, s.getMachine},
 		{"DELETE", "/api/v1/machines/:id", AuthAdmin, "forget a machine", nil, s.deleteMachine},

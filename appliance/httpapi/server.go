@@ -23,6 +23,7 @@ import (
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/pgexport"
+	"github.com/rollcall/rollcall/store/tagrule"
 )
 
 // Cluster is what the handlers ask of Raft (raftfsm/cluster.Cluster is
@@ -79,6 +80,9 @@ type Config struct {
 	// Background outlives any request: work a request starts and that may
 	// take longer (Redfish detection after commissioning) runs under it.
 	Background context.Context
+	// TagFacts keeps machines' inventory facts between tag rule
+	// evaluations on this node (nil: the API keeps its own).
+	TagFacts *tagrule.FactsCache
 	// RedfishDetect queues Redfish detection for each commissioned
 	// machine's IPMI BMC (off in tests, which make BMC addresses up).
 	RedfishDetect bool
@@ -100,6 +104,7 @@ type Server struct {
 	hintLimiter *windowLimiter
 	waiters     atomic.Int64 // blocking queries in progress
 	net         *netAPI
+	facts       *tagrule.FactsCache
 }
 
 // New builds the API and its router. Nothing runs until the node serves
@@ -125,6 +130,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Log,
 		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
+	s.facts = cfg.TagFacts
+	if s.facts == nil {
+		s.facts = &tagrule.FactsCache{}
+	}
 	s.net = &netAPI{s: s, pending: map[netip.Addr]bool{}}
 	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors}}
 	engine, err := s.router()

@@ -83,10 +83,16 @@ func (c conversion) nesting(nested map[string]string) conversion {
 // conversions are every record the API answers with (or fills from a
 // request), and the function that writes it.
 var conversions = []conversion{
-	written(wireMachine).nesting(map[string]string{"bmc": "a wire.BMCView: it hides the secret"}).leaving(map[string]string{
-		"tags":      "issue 19 faces: next step",
-		"auto_tags": "issue 19 faces: next step",
-		"location":  "issue 19 faces: next step",
+	written(wireMachine).nesting(map[string]string{
+		"bmc":      "a wire.BMCView: it hides the secret",
+		"location": "a wire.Location, whose asset tag is named asset",
+	}),
+	written(wireLocation).leaving(map[string]string{"asset_tag": "sent as asset, the name the API's contract gives it"}).
+		adding(map[string]string{"asset": "the record's asset_tag"}),
+	written(wireTag).adding(map[string]string{"machines": "counted from the tag index by the handler"}),
+	written(wireRack).adding(map[string]string{
+		"used_units": "counted from the machines in the rack by the handler",
+		"machines":   "counted from the rack index by the handler",
 	}),
 	written(wireBMC).leaving(map[string]string{
 		"password_sealed": "the secret: no answer carries it (has_password says whether there is one)",
@@ -215,6 +221,13 @@ var unconverted = map[string]string{
 	"SubnetView": "wire types composed", "SubnetList": "wire types composed", "SubnetDetail": "wire types composed",
 	"RangeList": "wire types composed", "AddressList": "wire types composed", "ImageList": "wire types composed",
 	"JobList": "wire types composed", "DriverList": "wire types composed",
+	"TagRequest": "a request", "MachineTagsRequest": "a request", "LocationRequest": "a request",
+	"BulkLocationRequest": "a request", "RackRequest": "a request",
+	"TagList": "wire types composed", "TagDetail": "wire types composed", "TagSaved": "wire types composed",
+	"TagFailure": "written from a rule's failure on a machine", "MachineLocation": "wire types composed",
+	"LocationsReply": "wire types composed", "ImportChange": "written from a row of the import's plan",
+	"ImportError": "written from a bad row of the import", "ImportReply": "wire types composed",
+	"RackList": "wire types composed", "RackUnit": "written from a machine in the rack", "RackDetail": "wire types composed",
 	"LayoutList": "wire types composed", "NetworkRequest": "a request", "NetworkView": "written by its handler from the record and its pins",
 	"LayoutDoc": "a request: the layout's file, which ipam/layout parses (TestLayoutDocIsTheLayoutShape)", "LayoutInterface": "part of LayoutDoc",
 	"LayoutBond": "part of LayoutDoc", "LayoutLink": "part of LayoutDoc",

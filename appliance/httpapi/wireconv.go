@@ -30,6 +30,7 @@ func wireMachine(m store.Machine) wire.MachineView {
 		ID: m.ID, Name: m.Name, State: m.State, SystemUUID: m.SystemUUID, Serial: m.Serial,
 		MACs: m.MACs, BootMAC: m.BootMAC, IdentityKey: m.IdentityKey, IPs: m.IPs, Summary: m.Summary,
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, LastSeen: m.LastSeen, Commissioned: m.Commissioned, Layout: m.Layout, Index: m.Index,
+		Tags: m.Tags, AutoTags: m.AutoTags, Location: wireLocation(m.Location),
 	}
 	if m.BMC != nil {
 		b := wireBMC(*m.BMC)
@@ -146,4 +147,23 @@ func wireExportStatus(s pgexport.Status) wire.ExportStatus {
 		AppliedIndex: s.AppliedIndex, LagIndexes: s.LagIndexes, LagSeconds: s.LagSeconds, Changes: s.Changes,
 		FullExports: s.FullExports, LastExport: s.LastExport, LastError: s.LastError, LastErrorAt: s.LastErrorAt,
 	}
+}
+
+func wireLocation(l store.Location) wire.Location {
+	return wire.Location{Building: l.Building, Room: l.Room, Rack: l.Rack, Unit: l.Unit, Height: l.Height, Asset: l.AssetTag}
+}
+
+// wireTag is a tag definition; machines, its count of machines, is the
+// caller's to fill.
+func wireTag(t store.Tag) wire.Tag {
+	return wire.Tag{
+		Name: t.Name, Match: t.Match, CloudConfig: t.CloudConfig, Overlays: t.Overlays, Layout: t.Layout, Comment: t.Comment,
+		Created: t.Created, Updated: t.Updated, RuleIndex: t.RuleIndex, Index: t.Index,
+	}
+}
+
+// wireRack is a rack; its used units and machines are the caller's to
+// count.
+func wireRack(r store.Rack) wire.Rack {
+	return wire.Rack{Name: r.Name, Building: r.Building, Room: r.Room, Height: r.Height, Created: r.Created, Index: r.Index}
 }

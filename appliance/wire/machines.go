@@ -106,6 +106,11 @@ type MachineView struct {
 	// Index is the Raft index of the command that last changed the record.
 	Index uint64   `json:"index"`
 	BMC   *BMCView `json:"bmc,omitempty"`
+	// Tags are the tags an operator gave it; AutoTags those whose rule
+	// matched it (both sorted). A machine carries both.
+	Tags     []string `json:"tags,omitempty"`
+	AutoTags []string `json:"auto_tags,omitempty"`
+	Location Location `json:"location,omitzero"`
 }
 
 // MachineDetail is GET /api/v1/machines/{id}: the record, the inventory as

@@ -74,10 +74,16 @@ type DriverList struct {
 type ErrorReply struct {
 	Error ErrorDetail `json:"error"`
 	Job   *Job        `json:"job,omitempty"`
+	// Errors are the bad rows of a refused file upload (a location
+	// import), each with its line.
+	Errors []ImportError `json:"errors,omitempty"`
 }
 
 // ErrorDetail is what a client may know of an error.
 type ErrorDetail struct {
 	Code    string `json:"code"`    // stable, for programs: not_found, conflict, unauthorized, …
 	Message string `json:"message"` // for people
+	// Field is the request field the error concerns, when it is about one
+	// (a form shows the message beside that field).
+	Field string `json:"field,omitempty"`
 }

@@ -126,10 +126,11 @@ var rules = map[string]rule{
 	"appliance/cmd/rollcall": {why: "the server binary: main only, which runs the command line", imports: []string{"appliance/cli"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
-		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text",
+		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text; " +
+		"tags' rules parsed before a save (store/tagrule) and location files planned (store/locationcsv) on the proposer's side",
 		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
-			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
-		tests: []string{"appliance/nodetest", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
+			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/locationcsv", "store/pgexport", "store/tagrule", "webui"},
+		tests: []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
 		imports: []string{"appliance/node", "appliance/boottoken", "appliance/pki", "appliance/wire", "raftfsm/cluster"}},
 	"appliance/connlimit": {why: "connection limits for the node's HTTP servers: a leaf"},
@@ -152,7 +153,7 @@ var rules = map[string]rule{
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
 		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
-		tests:   []string{"appliance/nodetest", "lab/testenv", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
+		tests:   []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},

@@ -105,6 +105,20 @@ export const ACTIONS = {
     confirmLabel: 'Set boot device',
     run: async (m, v) => jobOutcome(await post(`${path(m)}/bootdev`, { device: v.device, persistent: v.persistent, uefi: v.uefi })),
   },
+  tags: {
+    label: 'Tags…',
+    group: 'describe',
+    fields: [
+      { name: 'add', label: 'Add tags', help: 'Tag names, separated by spaces or commas. A tag that does not exist yet is refused: create it on the Tags page.' },
+      { name: 'remove', label: 'Remove tags', help: 'Only tags given by hand can be removed; a rule\'s tags follow its rule.' },
+    ],
+    confirmLabel: 'Change tags',
+    run: async (m, v) => {
+      const r = await post(`${path(m)}/tags`, { add: words(v.add), remove: words(v.remove) });
+      const tags = r.data?.tags;
+      return { ok: true, text: tags ? (tags.length ? `tags ${tags.join(', ')}` : 'no tags') : 'done' };
+    },
+  },
   recommission: {
     label: 'Re-commission…',
     group: 'lifecycle',
@@ -133,7 +147,9 @@ export const ACTIONS = {
   },
 };
 
-export const ACTION_ORDER = ['on', 'off', 'cycle', 'status', 'bootdev', 'recommission', 'delete'];
+export const ACTION_ORDER = ['on', 'off', 'cycle', 'status', 'bootdev', 'tags', 'recommission', 'delete'];
+
+const words = (s) => String(s || '').split(/[\s,]+/).filter(Boolean);
 
 const nameOf = (m) => m.name || m.id;
 

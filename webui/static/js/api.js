@@ -28,16 +28,17 @@ export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 
 // request calls the API and returns {data, index, status}. index is the
 // X-Rollcall-Index header (or the body's index), 0 when absent.
-export async function request(method, path, body, { signal, auth = true, tok } = {}) {
+// With type, body is sent as it is under that Content-Type (a CSV file).
+export async function request(method, path, body, { signal, auth = true, tok, type } = {}) {
   const headers = { Accept: 'application/json' };
   const t = tok ?? token.get();
   if (auth && t) headers.Authorization = `Bearer ${t}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (body !== undefined) headers['Content-Type'] = type || 'application/json';
   let res;
   try {
     res = await fetch(path, {
       method, headers, signal, cache: 'no-store', credentials: 'omit',
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : (type ? body : JSON.stringify(body)),
     });
   } catch (e) {
     if (e.name === 'AbortError') throw e;
@@ -61,9 +62,24 @@ export async function request(method, path, body, { signal, auth = true, tok } =
 export const get = (path, opts) => request('GET', path, undefined, opts);
 export const post = (path, body, opts) => request('POST', path, body, opts);
 export const put = (path, body, opts) => request('PUT', path, body, opts);
+export const patch = (path, body, opts) => request('PATCH', path, body, opts);
 export const del = (path, opts) => request('DELETE', path, undefined, opts);
 
 export const enc = encodeURIComponent;
+
+// hasRoute says whether this node serves a route (method, OpenAPI path
+// such as /api/v1/machines/{id}), from its OpenAPI document, read once. A
+// page offers a form only for what the node can do: during a rolling
+// upgrade an older node lacks the newer routes.
+let routes = null;
+export async function hasRoute(method, path) {
+  if (!routes) {
+    routes = get('/api/v1/openapi.json', { auth: false }).then((r) => r.data?.paths || {}, () => null);
+  }
+  const paths = await routes;
+  if (!paths) return true; // no document: try, and show what the node says
+  return !!paths[path]?.[method.toLowerCase()];
+}
 
 function sleep(ms, signal) {
   return new Promise((resolve) => {
@@ -98,6 +114,10 @@ export function watch(path, onData, { signal, onError, onRecover, from = null } 
           onData(r.data, r.index);
           const spent = performance.now() - t0;
           await sleep(Math.min(Math.max(250, 2 * spent), 10000), signal);
+        } else if (performance.now() - t0 < 1000) {
+          // The same index at once: a list that does not block (or has no
+          // index). Ask again a little later rather than in a tight loop.
+          await sleep(5000, signal);
         }
       } catch (e) {
         if (signal?.aborted || e.name === 'AbortError') return;

@@ -10,13 +10,19 @@ import * as machinesPage from './machines.js';
 import * as machinePage from './machine.js';
 import * as network from './network.js';
 import * as images from './images.js';
+import * as racks from './racks.js';
+import * as tags from './tags.js';
+import * as layouts from './layouts.js';
 
 const app = document.getElementById('app');
 
 const NAV = [
   ['#/', 'Overview', (p) => p === ''],
   ['#/machines', 'Machines', (p) => p.startsWith('machines')],
+  ['#/racks', 'Racks', (p) => p.startsWith('racks')],
+  ['#/tags', 'Tags', (p) => p.startsWith('tags')],
   ['#/network', 'Network', (p) => p.startsWith('network')],
+  ['#/layouts', 'Layouts', (p) => p.startsWith('layouts')],
   ['#/images', 'Images', (p) => p.startsWith('images')],
 ];
 
@@ -34,6 +40,9 @@ function pageFor(r) {
   if (!first) return [overview, 'Overview'];
   if (first === 'machines' && second) return [machinePage, `Machine ${second}`];
   if (first === 'machines') return [machinesPage, 'Machines'];
+  if (first === 'racks') return [racks, second ? `Rack ${second}` : 'Racks'];
+  if (first === 'tags') return [tags, second ? `Tag ${second}` : 'Tags'];
+  if (first === 'layouts') return [layouts, second ? `Layout ${second}` : 'Layouts'];
   if (first === 'network') return [network, 'Network'];
   if (first === 'images') return [images, 'Images'];
   return [null, 'Not found'];

@@ -3,7 +3,7 @@
 
 // h builds an element: h('a', {href: '#/x', class: 'c', onclick: fn}, 'text', child…).
 // Attributes whose value is null, undefined or false are left out; true sets
-// an empty attribute. Children may be strings, numbers, nodes, arrays or null.
+// an empty attribute; style is an object of properties ({gridRow: '3'}). Children may be strings, numbers, nodes, arrays or null.
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -11,6 +11,12 @@ export function h(tag, attrs, ...children) {
     if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
     else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k === 'style') {
+      // Through the CSSOM: the page's CSP refuses style attributes.
+      for (const [p, x] of Object.entries(v)) {
+        if (p.startsWith('--')) el.style.setProperty(p, String(x)); else el.style[p] = String(x);
+      }
+    }
     else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'indeterminate') el[k] = v;
     else el.setAttribute(k, v === true ? '' : String(v));
   }
@@ -99,6 +105,32 @@ export function ago(t) {
 
 export function stateBadge(state) {
   return h('span', { class: `badge state-${state || 'unknown'}` }, state || 'unknown');
+}
+
+// placeChips draws a location as building › room › rack chips, the rack a
+// link to its elevation, and the units after it.
+export function placeChips(loc, { link: withLink = true } = {}) {
+  if (!loc || !(loc.building || loc.room || loc.rack)) return h('span', { class: 'muted' }, '—');
+  const parts = [];
+  const chip = (kind, text, href) => h(href ? 'a' : 'span', { class: `chip chip-${kind}`, href: href || null, title: `${kind} ${text}` }, text);
+  if (loc.building) parts.push(chip('building', loc.building));
+  if (loc.room) parts.push(chip('room', loc.room));
+  if (loc.rack) parts.push(chip('rack', loc.rack, withLink ? `#/racks/${encodeURIComponent(loc.rack)}` : null));
+  const out = h('span', { class: 'chips place' });
+  parts.forEach((p, i) => { if (i) out.append(h('span', { class: 'sep', 'aria-hidden': 'true' }, '›')); out.append(p); });
+  if (loc.unit) {
+    const top = loc.unit + (loc.height || 1) - 1;
+    out.append(h('span', { class: 'unit' }, top > loc.unit ? `U${loc.unit}–${top}` : `U${loc.unit}`));
+  }
+  return out;
+}
+
+// tagChips draws a machine's tags: manual ones plain, rule-made ones marked.
+export function tagChips(tags = [], auto = []) {
+  if (!tags.length && !auto.length) return h('span', { class: 'muted' }, '—');
+  return h('span', { class: 'chips tags' },
+    tags.map((t) => h('a', { class: 'chip chip-tag', href: `#/tags/${encodeURIComponent(t)}`, title: `tag ${t}` }, t)),
+    auto.map((t) => h('a', { class: 'chip chip-tag auto', href: `#/tags/${encodeURIComponent(t)}`, title: `tag ${t}, from its match rule` }, t)));
 }
 
 // dl renders [label, value] pairs, skipping empty values.

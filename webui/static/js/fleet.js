@@ -34,6 +34,9 @@ function prep(m) {
   const macs = m.macs || [];
   const ips = m.ips || [];
   const model = [vendor(s.manufacturer), s.product].filter(Boolean).join(' ');
+  const loc = m.location || {};
+  const tags = m.tags || [];
+  const auto = m.auto_tags || [];
   const storage = [s.disks ? `${s.disks} disk${s.disks > 1 ? 's' : ''}` : '', s.nvme ? `${s.nvme} NVMe` : ''].filter(Boolean).join(', ');
   return {
     m,
@@ -55,11 +58,31 @@ function prep(m) {
     bmc: m.bmc ? [m.bmc.driver, m.bmc.address].filter(Boolean).join(' ') : '',
     bmcError: !!(m.bmc && m.bmc.errors && m.bmc.errors.length),
     updated: m.updated_at || '',
+    loc,
+    location: placeText(loc),
+    tags,
+    autoTags: auto,
+    tagText: [...tags, ...auto].join(' '),
     // What the filter searches: ID, name, serial, every MAC (with and
-    // without colons) and every IP, lower-case.
-    hay: [m.id, m.name, m.serial, ...macs, ...macs.map((x) => x.replaceAll(':', '')), ...ips]
-      .filter(Boolean).join(' ').toLowerCase(),
+    // without colons), every IP, the tags and the place, lower-case.
+    hay: [m.id, m.name, m.serial, ...macs, ...macs.map((x) => x.replaceAll(':', '')), ...ips, ...tags, ...auto,
+      loc.building, loc.room, loc.rack].filter(Boolean).join(' ').toLowerCase(),
   };
+}
+
+// placeText is a location in one line: "B1 › hall 2 › R12 U7" ('' when
+// the machine stands nowhere known).
+export function placeText(loc) {
+  if (!loc) return '';
+  const parts = [loc.building, loc.room, loc.rack].filter(Boolean);
+  let s = parts.join(' › ');
+  if (loc.unit) s += `${s ? ' ' : ''}U${loc.unit}${(loc.height || 1) > 1 ? `–${loc.unit + loc.height - 1}` : ''}`;
+  return s;
+}
+
+// asset is a location's asset tag (the API's asset, or the store's name).
+export function asset(loc) {
+  return (loc && (loc.asset ?? loc.asset_tag)) || '';
 }
 
 // vendor shortens a DMI manufacturer: "Dell Inc." → "Dell".

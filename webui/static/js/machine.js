@@ -4,8 +4,11 @@
 // the node answers when any machine or event changes; the page then reads
 // the machine again.
 
-import { get, watch, enc } from './api.js';
-import { h, dl, table, section, empty, when, ago, stateBadge, errorBox, announce } from './dom.js';
+import { get, watch, enc, hasRoute } from './api.js';
+import { h, dl, table, section, empty, when, ago, stateBadge, errorBox, announce, placeChips, tagChips } from './dom.js';
+import { asset } from './fleet.js';
+import { renameDialog, bmcDialog, clearBMCDialog, locationDialog, tagsDialog } from './machineforms.js';
+import { networkCard } from './machinenet.js';
 import { sections as inventorySections } from './inventory.js';
 import { ACTIONS, ACTION_ORDER, ask, run } from './actions.js';
 import { shortCPU } from './fleet.js';
@@ -19,6 +22,9 @@ export function mount(main, route) {
   let jobs = [];
   let invKey = null;
   let seenEvents = null;
+  // Rename needs PATCH /api/v1/machines/{id}, which not every node has.
+  let canRename = false;
+  hasRoute('PATCH', '/api/v1/machines/{id}').then((ok) => { canRename = ok; if (ok && detail) draw(); });
 
   const head = h('div', { class: 'page-head' });
   const actionbar = h('div', { class: 'actionbar', role: 'toolbar', 'aria-label': 'Actions on this machine' },
@@ -28,10 +34,12 @@ export function mount(main, route) {
   const results = h('div', { class: 'results-slot' });
   const toc = h('nav', { class: 'toc', 'aria-label': 'Sections of this page' });
   const top = h('div', { class: 'cols' });
+  const describe = h('div', { class: 'cols' });
   const lower = h('div', { class: 'stack' });
+  const net = networkCard(ref);
   const inv = h('div', { class: 'inventory' });
   const status = h('div', { class: 'notice-slot' });
-  main.append(head, status, actionbar, results, toc, top, lower,
+  main.append(head, status, actionbar, results, toc, top, describe, net.el, lower,
     h('h2', { class: 'inv-title', id: 'inventory' }, 'Inventory'), inv);
   head.append(h('p', { class: 'muted' }, 'Loading…'));
 
@@ -61,12 +69,15 @@ export function mount(main, route) {
     const focusedHeading = document.activeElement && head.contains(document.activeElement);
     head.replaceChildren(
       h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/machines' }, 'Machines'), h('span', { 'aria-hidden': 'true' }, ' › '), h('span', { 'aria-current': 'page' }, m.name || m.id)),
-      h('h1', { tabindex: '-1' }, m.name || m.id, ' ', stateBadge(m.state)),
+      h('h1', { tabindex: '-1' }, m.name || m.id, ' ', stateBadge(m.state),
+        canRename ? h('button', { type: 'button', class: 'link small', id: 'rename', onclick: () => renameDialog(m) }, 'Rename…') : null),
       h('p', { class: 'muted sub' }, [m.name ? m.id : null, [s.manufacturer, s.product].filter(Boolean).join(' '), m.serial ? `serial ${m.serial}` : null]
         .filter(Boolean).join(' · ')));
     if (focusedHeading) head.querySelector('h1').focus();
 
     top.replaceChildren(identity(m, s), bmc(m.bmc));
+    describe.replaceChildren(place(m), tagsCard(m));
+    net.update(m);
     lower.replaceChildren(history(m.events), jobsCard(jobs), eventsCard(m.events));
 
     const key = JSON.stringify(m.inventory || null);
@@ -75,7 +86,7 @@ export function mount(main, route) {
       const secs = inventorySections(m.inventory);
       inv.replaceChildren(...(secs.length ? secs.map(([, , el]) => el)
         : [empty('No inventory yet: the machine has not been commissioned. It is taken when the machine network-boots the commissioning image.')]));
-      toc.replaceChildren(h('ul', {}, [['identity', 'Identity'], ['bmc', 'BMC'], ['history', 'History'], ['jobs', 'Jobs'], ['events', 'Events'],
+      toc.replaceChildren(h('ul', {}, [['identity', 'Identity'], ['bmc', 'BMC'], ['location', 'Location'], ['tags', 'Tags'], ['network', 'Network'], ['history', 'History'], ['jobs', 'Jobs'], ['events', 'Events'],
         ...secs.map(([k, t]) => [`inv-${k}`, t])].map(([target, t]) => h('li', {},
         h('button', { type: 'button', class: 'link', onclick: () => jump(target) }, t)))));
     }
@@ -113,10 +124,34 @@ export function mount(main, route) {
     return card;
   }
 
+  function place(m) {
+    const loc = m.location || {};
+    const card = section('Location', dl([
+      ['Place', loc.building || loc.room || loc.rack ? placeChips(loc) : null],
+      ['Unit', loc.unit ? `U${loc.unit}${(loc.height || 1) > 1 ? `–${loc.unit + loc.height - 1} (${loc.height} units)` : ''}` : null],
+      ['Asset tag', asset(loc)],
+    ]), !(loc.building || loc.room || loc.rack || asset(loc)) ? empty('Not placed yet.') : null,
+    h('div', { class: 'buttons start' }, h('button', { type: 'button', id: 'edit-location', onclick: () => locationDialog([m]) }, 'Edit location…')));
+    card.id = 'location';
+    return card;
+  }
+
+  function tagsCard(m) {
+    const card = section('Tags', (m.tags || []).length || (m.auto_tags || []).length
+      ? [tagChips(m.tags, m.auto_tags), (m.auto_tags || []).length ? h('p', { class: 'help' }, 'Outlined tags come from match rules.') : null]
+      : empty('No tags.'),
+    h('div', { class: 'buttons start' }, h('button', { type: 'button', id: 'edit-tags', onclick: () => tagsDialog(m) }, 'Change tags…')));
+    card.id = 'tags';
+    return card;
+  }
+
   function bmc(b) {
     let body;
+    const buttons = h('div', { class: 'buttons start' },
+      h('button', { type: 'button', id: 'edit-bmc', onclick: () => bmcDialog(detail) }, b ? 'Change BMC…' : 'Set BMC…'),
+      b && b.driver !== 'manual' ? h('button', { type: 'button', class: 'danger-text', id: 'clear-bmc', onclick: () => clearBMCDialog(detail) }, 'Clear BMC…') : null);
     if (!b) {
-      body = empty('No BMC known. The commissioning agent sets one up through in-band IPMI; an operator can set one with rollcall bmc or PUT /api/v1/machines/ID/bmc.');
+      body = [empty('No BMC known. The commissioning agent sets one up through in-band IPMI, or set one here.'), buttons];
     } else {
       body = [dl([
         ['Driver', b.driver],
@@ -129,7 +164,8 @@ export function mount(main, route) {
           ? h('ul', { class: 'plain' }, Object.entries(b.settings).map(([k, v]) => h('li', {}, h('code', {}, `${k}=${v}`)))) : null],
         ['Updated', when(b.updated_at)],
       ]),
-      b.errors?.length ? h('div', { class: 'alert error' }, h('p', {}, h('strong', {}, 'BMC errors')), h('ul', {}, b.errors.map((e) => h('li', {}, e)))) : null];
+      b.errors?.length ? h('div', { class: 'alert error' }, h('p', {}, h('strong', {}, 'BMC errors')), h('ul', {}, b.errors.map((e) => h('li', {}, e)))) : null,
+      buttons];
     }
     const card = section('BMC', body);
     card.id = 'bmc';

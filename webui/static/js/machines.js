@@ -5,9 +5,10 @@
 // blocking query (api.machines).
 
 import { machines as live, enc } from './api.js';
-import { h, id as newId, announce, ago } from './dom.js';
+import { h, id as newId, announce, ago, placeChips, tagChips } from './dom.js';
 import { rows as prepare, matcher, natKey, byKey, STATES } from './fleet.js';
 import { ACTIONS, ACTION_ORDER, ask, run } from './actions.js';
+import { locationDialog, addMachineDialog } from './machineforms.js';
 
 // Each column sorts by a key computed once per row (text columns: a
 // natural-order key compared with < and >).
@@ -19,6 +20,8 @@ const text = (field) => (r) => {
 const COLS = [
   { key: 'name', label: 'Name', cls: 'c-name', sortKey: (r) => r.nameKey },
   { key: 'state', label: 'State', cls: 'c-state', sortKey: (r) => STATES.indexOf(r.state) },
+  { key: 'location', label: 'Location', cls: 'c-loc', sortKey: text('location') },
+  { key: 'tags', label: 'Tags', cls: 'c-tags', sortKey: text('tagText') },
   { key: 'serial', label: 'Serial', cls: 'c-serial', sortKey: text('serial') },
   { key: 'model', label: 'Model', cls: 'c-model', sortKey: text('model') },
   { key: 'cpu', label: 'CPU', cls: 'c-cpu', sortKey: (r) => r.cores },
@@ -61,10 +64,11 @@ export function mount(main, route) {
   const count = h('p', { class: 'count', id: 'machines-count' });
   const selInfo = h('span', { class: 'selinfo' });
   const clearSel = h('button', { type: 'button', class: 'link', onclick: () => { view.selected.clear(); refreshSelection(); } }, 'Clear selection');
-  const actionButtons = ACTION_ORDER.map((key) => h('button', {
-    type: 'button', class: ACTIONS[key].destructive ? 'act danger-text' : 'act', dataset: { action: key },
-    onclick: () => act(key),
-  }, ACTIONS[key].label));
+  const actionButtons = [h('button', { type: 'button', class: 'act', dataset: { action: 'location' }, onclick: () => setLocation() }, 'Set location…'),
+    ...ACTION_ORDER.map((key) => h('button', {
+      type: 'button', class: ACTIONS[key].destructive ? 'act danger-text' : 'act', dataset: { action: key },
+      onclick: () => act(key),
+    }, ACTIONS[key].label))];
   const results = h('div', { class: 'results-slot' });
 
   const toolbar = h('div', { class: 'toolbar' },
@@ -89,7 +93,8 @@ export function mount(main, route) {
   }, h('div', { role: 'rowgroup', class: 'grid-head' }, headRow), body, emptyMsg);
 
   main.append(
-    h('div', { class: 'page-head' }, h('h1', {}, 'Machines')),
+    h('div', { class: 'page-head with-buttons' }, h('h1', {}, 'Machines'),
+      h('button', { type: 'button', id: 'add-machine', onclick: () => addMachine() }, 'Add machine…')),
     toolbar, actionbar, results, grid);
   rowH = parseFloat(getComputedStyle(grid).getPropertyValue('--row-h')) || 40;
 
@@ -175,16 +180,28 @@ export function mount(main, route) {
     row.badge.textContent = r.state;
     row.badge.className = `badge state-${r.state}`;
     const c = row.cells;
-    cell(c[2], r.serial);
-    cell(c[3], r.model);
-    cell(c[4], r.cpu);
-    cell(c[5], r.memory);
-    cell(c[6], r.storage);
-    cell(c[7], r.gpus);
-    cell(c[8], r.address);
-    cell(c[9], r.bmc);
-    c[9].classList.toggle('bad', r.bmcError);
-    c[10].replaceChildren(r.updated ? ago(r.updated) : '');
+    if (row.place !== r.location) {
+      row.place = r.location;
+      c[2].replaceChildren(r.location ? placeChips(r.loc) : '');
+      for (const a of c[2].querySelectorAll('a')) a.tabIndex = -1;
+      if (r.location) c[2].title = r.location; else c[2].removeAttribute('title');
+    }
+    if (row.tagText !== r.tagText) {
+      row.tagText = r.tagText;
+      c[3].replaceChildren(r.tagText ? tagChips(r.tags, r.autoTags) : '');
+      for (const a of c[3].querySelectorAll('a')) a.tabIndex = -1;
+      if (r.tagText) c[3].title = r.tagText; else c[3].removeAttribute('title');
+    }
+    cell(c[4], r.serial);
+    cell(c[5], r.model);
+    cell(c[6], r.cpu);
+    cell(c[7], r.memory);
+    cell(c[8], r.storage);
+    cell(c[9], r.gpus);
+    cell(c[10], r.address);
+    cell(c[11], r.bmc);
+    c[11].classList.toggle('bad', r.bmcError);
+    c[12].replaceChildren(r.updated ? ago(r.updated) : '');
   }
 
   // cell sets a cell's text, with the whole of it as a tooltip when the
@@ -329,6 +346,20 @@ export function mount(main, route) {
     const values = await ask(key, ms);
     if (!values) return;
     run(key, ms, values, results, { onDone: () => { if (key === 'delete') { for (const m of ms) view.selected.delete(m.id); refreshSelection(); } } });
+  }
+
+  async function setLocation() {
+    const ms = all.filter((r) => view.selected.has(r.id)).map((r) => r.m);
+    if (!ms.length) return;
+    const out = await locationDialog(ms);
+    if (!out) return;
+    results.replaceChildren(h('div', { class: 'alert', role: 'status' },
+      h('p', {}, `Location set for ${ms.length === 1 ? ms[0].name || ms[0].id : `${ms.length.toLocaleString('en')} machines`}.`)));
+  }
+
+  async function addMachine() {
+    const m = await addMachineDialog();
+    if (m && m.id) location.hash = `#/machines/${enc(m.id)}`;
   }
 
   // ---- following the list
