@@ -16,6 +16,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -235,29 +237,62 @@ func (c *Client) Open(ctx context.Context, target string) (io.ReadCloser, error)
 			}
 			return false, &APIError{Status: res.StatusCode, Message: "GET " + target + ": " + res.Status}
 		}
-		body = &stallReader{rc: res.Body, limit: time.Minute}
+		body = newStallReader(res.Body, time.Minute)
 		return false, nil
 	})
 	return body, err
 }
 
 // stallReader fails a read that waits longer than limit for its first
-// byte: a server that stops sending must not hang a deploy for ever.
+// byte: a server that stops sending must not hang a deploy for ever. One
+// watchdog goroutine per body checks the read in progress a few times per
+// limit (no timer per read: a deploy makes hundreds of thousands of reads).
 type stallReader struct {
-	rc    io.ReadCloser
-	limit time.Duration
+	rc      io.ReadCloser
+	limit   time.Duration
+	since   atomic.Int64 // unix nanoseconds the read in progress began, 0 if none
+	stalled atomic.Bool
+	once    sync.Once
+	stop    chan struct{}
+}
+
+func newStallReader(rc io.ReadCloser, limit time.Duration) *stallReader {
+	s := &stallReader{rc: rc, limit: limit, stop: make(chan struct{})}
+	go s.watch()
+	return s
+}
+
+func (s *stallReader) watch() {
+	tick := time.NewTicker(max(s.limit/4, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-tick.C:
+			if t := s.since.Load(); t != 0 && now.UnixNano()-t > int64(s.limit) {
+				s.stalled.Store(true)
+				s.rc.Close()
+				return
+			}
+		}
+	}
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
-	t := time.AfterFunc(s.limit, func() { s.rc.Close() })
+	s.since.Store(time.Now().UnixNano())
 	n, err := s.rc.Read(p)
-	if !t.Stop() && err != nil {
+	s.since.Store(0)
+	if err != nil && s.stalled.Load() {
 		err = fmt.Errorf("no data for %s: %w", s.limit, err)
 	}
 	return n, err
 }
 
-func (s *stallReader) Close() error { return s.rc.Close() }
+func (s *stallReader) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	return s.rc.Close()
+}
 
 func isTLSError(err error) bool {
 	var cv *tls.CertificateVerificationError

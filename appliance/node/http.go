@@ -24,6 +24,7 @@ func (n *Node) apiConfig() httpapi.Config {
 		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs, OS: n.os,
 		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,
 		AdminHTTP: n.conf.AdminHTTP, AdminToken: n.conf.AdminToken, AgentToken: n.conf.AgentToken, BMCHints: hints,
+		TagFacts: n.facts,
 	}
 }
 

@@ -42,6 +42,7 @@ import (
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/pgexport"
+	"github.com/rollcall/rollcall/store/tagrule"
 	"github.com/rollcall/rollcall/tftp"
 )
 
@@ -97,7 +98,9 @@ type NodeInfo struct {
 
 // Node is a running appliance node.
 type Node struct {
-	opts    Options
+	opts Options
+	// facts is the tag rules' inventory facts, kept warm (tagfacts.go).
+	facts   *tagrule.FactsCache
 	log     *slog.Logger
 	db      *store.DB
 	cluster *cluster.Cluster
@@ -260,6 +263,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}); err != nil {
 		return nil, err
 	}
+	n.facts = &tagrule.FactsCache{}
+	n.sup.run("tag-facts", n.warmTagFacts)
 	if err := n.serveHTTP(); err != nil {
 		return nil, err
 	}

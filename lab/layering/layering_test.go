@@ -121,7 +121,7 @@ var rules = map[string]rule{
 	"appliance": {why: "the package map of the node's sub-packages: documentation only, no code"},
 	"appliance/node": {why: "composes the node: the only package that knows how the services fit together",
 		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/connlimit", "appliance/httpapi", "appliance/oscatalog", "appliance/pki", "appliance/wire",
-			"dhcp", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/pgexport", "tftp"},
+			"dhcp", "power", "power/builtin", "power/jobs", "raftfsm", "raftfsm/cluster", "store", "store/pgexport", "store/tagrule", "tftp"},
 		tests: []string{"appliance/nodetest", "lab/testenv", "store/pgexport/pgtest"}},
 	"appliance/cmd/rollcall": {why: "the server binary: main only, which runs the command line", imports: []string{"appliance/cli"}},
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},

@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -46,12 +47,17 @@ func main() {
 	sizeMiB := flag.Int64("size", 512, "raw image size in MiB")
 	target := flag.String("target", "", "file or block device to write (default: a file in $TMPDIR); it is overwritten")
 	reps := flag.Int("reps", 3, "runs of each pipeline")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of our pipeline's runs to this file")
 	flag.Parse()
 	if err := run(*sizeMiB, *target, *reps); err != nil {
 		fmt.Fprintln(os.Stderr, "deploy bench:", err)
 		os.Exit(1)
 	}
 }
+
+// cpuProfile, when set, names the file for a CPU profile of our
+// pipeline's first run (pprof: go tool pprof -top FILE).
+var cpuProfile string
 
 func run(sizeMiB int64, target string, reps int) error {
 	for _, tool := range []string{"zstd", "curl", "dd", "bash"} {
@@ -123,6 +129,13 @@ func run(sizeMiB int64, target string, reps int) error {
 	}
 
 	fmt.Printf("image %d MiB raw, %.0f MiB zstd -3; target %s (%s)\n", sizeMiB, float64(fi.Size())/(1<<20), target, direct)
+	var prof *os.File
+	if cpuProfile != "" {
+		if prof, err = os.Create(cpuProfile); err != nil {
+			return err
+		}
+		defer prof.Close()
+	}
 	var ours, peer, zero []float64
 	mbps := func(d time.Duration) float64 { return float64(size) / 1e6 / d.Seconds() }
 	for i := 0; i < reps; i++ {
@@ -132,6 +145,9 @@ func run(sizeMiB int64, target string, reps int) error {
 		}
 		zero = append(zero, mbps(time.Since(t)))
 
+		if prof != nil && i == 0 { // the first run's profile only
+			pprof.StartCPUProfile(prof)
+		}
 		t = time.Now()
 		body, err := client.Open(context.Background(), im.URL)
 		if err != nil {
@@ -141,6 +157,9 @@ func run(sizeMiB int64, target string, reps int) error {
 			return fmt.Errorf("our pipeline: %w", err)
 		}
 		ours = append(ours, mbps(time.Since(t)))
+		if prof != nil && i == 0 {
+			pprof.StopCPUProfile()
+		}
 
 		t = time.Now()
 		sh := fmt.Sprintf("curl -sf %s | zstd -d -q | dd of=%s bs=4M iflag=fullblock %s status=none", url, target, direct)

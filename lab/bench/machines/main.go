@@ -430,7 +430,17 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 
+	// The nodes fill their tag facts caches after commissions (paced by a
+	// second): give the last pass its time, as a fleet commissioned an
+	// hour ago would have.
+	time.Sleep(3 * time.Second)
+	tags, err := tagPhase(ctx, c, f, cfg.lists)
+	if err != nil {
+		return err
+	}
+
 	report(cfg, ing, meanBody, len(ids), c.nodes[f].Name(), listLat, listSize, listCPU, listLoad, showLat, showSize, time.Since(start))
+	tags.print()
 	return nil
 }
 

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The tag phase (issue 19): saving a rule that reads every machine's
+// inventory facts, timed from the request until every node lists the
+// machines it matched; then GET /api/v1/machines?tag= and ?rack= on a
+// follower against the unfiltered list in the same run.
+
+type tagResult struct {
+	saves             []tagSave
+	tagLat, rackLat   latencies
+	fullLat           latencies
+	tagRows, rackRows int
+}
+
+type tagSave struct {
+	rule    string
+	matched int
+	took    time.Duration // until every node lists the matches
+	answer  time.Duration // the save's own answer
+}
+
+func tagPhase(ctx context.Context, c *cluster, follower, lists int) (tagResult, error) {
+	var res tagResult
+	const tag = "bench-gpu"
+	leader := c.leader()
+	for i, rule := range []string{`{{ pciVendor "10de" }}`, `{{ pciVendor "8086" }}`, `{{ pciVendor "10de" }}`} {
+		method, path := "PUT", "/api/v1/tags/"+tag
+		if i == 0 {
+			method, path = "POST", "/api/v1/tags"
+		}
+		body, _ := json.Marshal(map[string]string{"name": tag, "match": rule})
+		var saved struct {
+			Index   uint64 `json:"index"`
+			Matched int    `json:"matched"`
+		}
+		t0 := time.Now()
+		if _, err := c.do(ctx, method, c.url(leader, path), "admin", body, &saved); err != nil {
+			return res, fmt.Errorf("save tag rule %s: %w", rule, err)
+		}
+		answer := time.Since(t0)
+		for k := range c.nodes {
+			for {
+				n, err := countList(ctx, c, k, "tag="+tag+"&min_index="+strconv.FormatUint(saved.Index, 10))
+				if err != nil {
+					return res, err
+				}
+				if n == saved.Matched {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		s := tagSave{rule: rule, matched: saved.Matched, took: time.Since(t0), answer: answer}
+		res.saves = append(res.saves, s)
+		logf("tag save %d (%s): %d machines matched, answered in %s, on every node in %s", i+1, rule, s.matched, ms(s.answer), ms(s.took))
+	}
+	// A rack for the matched machines, in one bulk command.
+	if _, err := c.do(ctx, "PUT", c.url(leader, "/api/v1/racks/bench-r1"), "admin", []byte(`{}`), nil); err != nil {
+		return res, fmt.Errorf("rack: %w", err)
+	}
+	var loc struct {
+		Index uint64 `json:"index"`
+	}
+	if _, err := c.do(ctx, "POST", c.url(leader, "/api/v1/locations"), "admin", []byte(`{"tag":"`+tag+`","rack":"bench-r1"}`), &loc); err != nil {
+		return res, fmt.Errorf("bulk location: %w", err)
+	}
+	if _, err := countList(ctx, c, follower, "rack=bench-r1&min_index="+strconv.FormatUint(loc.Index, 10)); err != nil {
+		return res, err
+	}
+	// Interleaved: tag, rack, unfiltered, on the follower.
+	for range lists {
+		for _, q := range []struct {
+			query string
+			lat   *latencies
+			rows  *int
+		}{{"tag=" + tag, &res.tagLat, &res.tagRows}, {"rack=bench-r1", &res.rackLat, &res.rackRows}, {"", &res.fullLat, nil}} {
+			t0 := time.Now()
+			n, err := countList(ctx, c, follower, q.query)
+			if err != nil {
+				return res, err
+			}
+			*q.lat = append(*q.lat, time.Since(t0))
+			if q.rows != nil {
+				*q.rows = n
+			}
+		}
+	}
+	return res, nil
+}
+
+// countList lists machines on node k with query and counts them.
+func countList(ctx context.Context, c *cluster, k int, query string) (int, error) {
+	u := c.url(k, "/api/v1/machines")
+	if query != "" {
+		u += "?" + query
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	req.Header.Set("Authorization", "Bearer "+c.admin)
+	resp, err := c.httpClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return 0, fmt.Errorf("GET %s: %s: %s", u, resp.Status, b)
+	}
+	var l struct {
+		Machines []json.RawMessage `json:"machines"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return 0, err
+	}
+	return len(l.Machines), nil
+}
+
+func (r tagResult) print() {
+	verdict := func(ok bool) string {
+		if ok {
+			return "meets"
+		}
+		return "MISSES"
+	}
+	fmt.Printf("\nTag rule saves over the fleet (request → every node lists the matches):\n")
+	for i, s := range r.saves {
+		fmt.Printf("  save %d %-26s %5d matched  answer %9s  all nodes %9s  (target ≤ 1 s: %s)\n", i+1, s.rule, s.matched, ms(s.answer), ms(s.took), verdict(s.took <= time.Second))
+	}
+	fmt.Printf("Filtered lists on the follower, %d rounds interleaved (the unfiltered list is the peer):\n", len(r.tagLat))
+	for _, l := range []struct {
+		name string
+		lat  latencies
+		rows int
+	}{{"?tag=bench-gpu", r.tagLat, r.tagRows}, {"?rack=bench-r1", r.rackLat, r.rackRows}} {
+		fmt.Printf("  %-16s %5d rows  p50 %9s  p99 %9s  (target p99 ≤ 20 ms: %s)\n", l.name, l.rows, ms(l.lat.pct(0.5)), ms(l.lat.pct(0.99)), verdict(l.lat.pct(0.99) <= 20*time.Millisecond))
+	}
+	fmt.Printf("  %-16s %5s       p50 %9s  p99 %9s\n", "unfiltered", "all", ms(r.fullLat.pct(0.5)), ms(r.fullLat.pct(0.99)))
+}
+
+func (c *cluster) leader() int {
+	for k, n := range c.nodes {
+		if n.Cluster().IsLeader() {
+			return k
+		}
+	}
+	return 0
+}
