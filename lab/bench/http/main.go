@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -55,6 +56,8 @@ type config struct {
 	bigSize, bigConns                int
 	smallSize, smallConns, smallReqs int
 	reps, smallReps                  int
+	osSize, osConns                  int
+	osBlob                           int64 // the compressed image's size, once imported
 	capDur                           time.Duration
 	serve, data, addr                string
 }
@@ -68,6 +71,8 @@ func main() {
 	flag.IntVar(&cfg.smallConns, "small-conns", 200, "connections fetching the small file")
 	flag.IntVar(&cfg.smallReqs, "small-reqs", 4000, "small-file requests per run, spread over the connections")
 	flag.IntVar(&cfg.smallReps, "small-reps", 3, "repetitions of the small-file run per server")
+	flag.IntVar(&cfg.osSize, "os-size", 256<<20, "bytes of the raw OS image deployed (random: it compresses to about its size; 0 skips the OS run)")
+	flag.IntVar(&cfg.osConns, "os-conns", 50, "concurrent deploy clients fetching the compressed OS image once each")
 	flag.DurationVar(&cfg.capDur, "cap", 70*time.Second, "wall-time cap of one run")
 	flag.StringVar(&cfg.serve, "serve", "", "internal: run a node (-serve rollcall) with -data on -addr")
 	flag.StringVar(&cfg.data, "data", "", "internal: the node's data directory")
@@ -262,6 +267,50 @@ func (s *server) importImage(data string, small, big []byte) error {
 	body, _ := json.Marshal(map[string]any{"name": "bench", "files": []store.ImageFile{kf, inf}})
 	var im store.Image
 	return do(http.MethodPost, "/api/v1/images", body, &im)
+}
+
+// importOS imports a raw disk image of size bytes (an MBR, then random
+// bytes) as OS "bench", as `rollcall os import` does, and returns the
+// path of its compressed blob (/os/blobs/SHA256).
+func (s *server) importOS(dir string, size int, rng *rand.ChaCha8) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "node", "admin.token"))
+	if err != nil {
+		return "", err
+	}
+	token := strings.TrimSpace(string(b))
+	img := make([]byte, size)
+	rng.Read(img)
+	clear(img[:512])
+	img[446+4] = 0x83 // one Linux partition from sector 2048 to the end
+	binary.LittleEndian.PutUint32(img[446+8:], 2048)
+	binary.LittleEndian.PutUint32(img[446+12:], uint32(size/512-2048))
+	img[510], img[511] = 0x55, 0xaa
+	req, _ := http.NewRequest(http.MethodPost, s.base+"/api/v1/os/bench/import?family=debian", bytes.NewReader(img))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("import: %d %s", resp.StatusCode, out)
+	}
+	req, _ = http.NewRequest(http.MethodGet, s.base+"/api/v1/os/bench", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var im struct {
+		Versions []struct {
+			SHA256 string `json:"sha256"`
+		} `json:"versions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&im); err != nil || len(im.Versions) == 0 {
+		return "", fmt.Errorf("GET /api/v1/os/bench: no version (%v; import said %s)", err, out)
+	}
+	return "/os/blobs/" + im.Versions[0].SHA256, nil
 }
 
 func startNginx(dir string, small, big []byte) (*server, error) {
@@ -496,9 +545,33 @@ func run(cfg config) error {
 		test string
 		res  map[string][]result
 	}
+	osURL := ""
+	if cfg.osSize > 0 {
+		if osURL, err = rc.importOS(dir, cfg.osSize, rng); err != nil {
+			return fmt.Errorf("rollcall: OS import: %w", err)
+		}
+		// nginx serves the very blob the node serves, from its own root.
+		blob, err := os.ReadFile(filepath.Join(dir, "node", "images", "blobs", filepath.Base(osURL)))
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "www", "os", "blobs"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "www", filepath.FromSlash(osURL)), blob, 0o644); err != nil {
+			return err
+		}
+		for _, s := range servers {
+			if err := verify(s.base+osURL, blob); err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+		}
+		cfg.osBlob = int64(len(blob))
+	}
 	rows := []row{
 		{test: fmt.Sprintf("%d x %d MiB, %d concurrent", cfg.bigConns, cfg.bigSize>>20, cfg.bigConns), res: map[string][]result{}},
 		{test: fmt.Sprintf("%d x %d MiB, %d connections", cfg.smallReqs, cfg.smallSize>>20, cfg.smallConns), res: map[string][]result{}},
+		{test: fmt.Sprintf("OS image %d MiB zstd, %d deploy clients", cfg.osBlob>>20, cfg.osConns), res: map[string][]result{}},
 	}
 	for rep := range max(cfg.reps, cfg.smallReps) {
 		order := servers
@@ -510,6 +583,11 @@ func run(cfg config) error {
 				r := load(s, s.base+"/images/bench/kernel", cfg.smallConns, cfg.smallReqs, int64(cfg.smallSize), cfg.capDur)
 				fmt.Fprintf(os.Stderr, "%-8s small rep %d: %.2f GB/s, %d ok, %d failed, %v, cpu %.1fs\n", s.name, rep, r.gbps(), r.completed, r.failed, r.elapsed.Round(time.Millisecond), r.cpu)
 				rows[1].res[s.name] = append(rows[1].res[s.name], r)
+			}
+			if rep < cfg.reps && osURL != "" {
+				r := load(s, s.base+osURL, cfg.osConns, cfg.osConns, cfg.osBlob, cfg.capDur)
+				fmt.Fprintf(os.Stderr, "%-8s os    rep %d: %.2f GB/s, %d ok, %d failed, %v, cpu %.1fs\n", s.name, rep, r.gbps(), r.completed, r.failed, r.elapsed.Round(time.Millisecond), r.cpu)
+				rows[2].res[s.name] = append(rows[2].res[s.name], r)
 			}
 			if rep < cfg.reps {
 				r := load(s, s.base+"/images/bench/initrd", cfg.bigConns, cfg.bigConns, int64(cfg.bigSize), cfg.capDur)
