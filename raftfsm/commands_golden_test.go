@@ -275,6 +275,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 			Hostname: "node1", FQDN: "node1.lab.example",
 			Addresses:     []JobAddress{{IP: "10.9.0.40", Subnet: "10.9.0.0/16", Interface: "eno1", MAC: "52:54:00:00:00:01"}},
 			NetworkConfig: "version: 2\nethernets:\n  eno1:\n    dhcp4: true\n",
+			UdevRules:     "SUBSYSTEM==\"net\", ACTION==\"add\", ATTR{address}==\"02:00:00:00:0d:01\", NAME=\"eno1\"\n",
 			Boot:          true, Wipe: "quick",
 			UserData: JobUserData{SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGolden op@example"}, Packages: []string{"htop", "nvme-cli"},
 				Upgrade: true, Operator: "#cloud-config\nruncmd: [touch /golden]\n"},
