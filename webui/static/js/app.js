@@ -10,14 +10,18 @@ import * as machinesPage from './machines.js';
 import * as machinePage from './machine.js';
 import * as network from './network.js';
 import * as images from './images.js';
+import * as osImages from './os.js';
+import { registerActions as registerDeployActions } from './deploy.js';
 
 const app = document.getElementById('app');
+registerDeployActions();
 
 const NAV = [
   ['#/', 'Overview', (p) => p === ''],
   ['#/machines', 'Machines', (p) => p.startsWith('machines')],
   ['#/network', 'Network', (p) => p.startsWith('network')],
   ['#/images', 'Images', (p) => p.startsWith('images')],
+  ['#/os', 'OS images', (p) => p.startsWith('os')],
 ];
 
 let cleanup = null;
@@ -36,6 +40,7 @@ function pageFor(r) {
   if (first === 'machines') return [machinesPage, 'Machines'];
   if (first === 'network') return [network, 'Network'];
   if (first === 'images') return [images, 'Images'];
+  if (first === 'os') return [osImages, 'OS images'];
   return [null, 'Not found'];
 }
 

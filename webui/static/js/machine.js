@@ -9,6 +9,7 @@ import { h, dl, table, section, empty, when, ago, stateBadge, errorBox, announce
 import { sections as inventorySections } from './inventory.js';
 import { ACTIONS, ACTION_ORDER, ask, run } from './actions.js';
 import { shortCPU } from './fleet.js';
+import { panel as deploymentPanel } from './deploy.js';
 
 const LIFECYCLE = new Set(['created', 'enlisted', 'commissioned', 'recommission', 'state', 'mac-moved']);
 
@@ -31,7 +32,8 @@ export function mount(main, route) {
   const lower = h('div', { class: 'stack' });
   const inv = h('div', { class: 'inventory' });
   const status = h('div', { class: 'notice-slot' });
-  main.append(head, status, actionbar, results, toc, top, lower,
+  const deployment = deploymentPanel(ref, ctrl.signal);
+  main.append(head, status, actionbar, results, deployment, toc, top, lower,
     h('h2', { class: 'inv-title', id: 'inventory' }, 'Inventory'), inv);
   head.append(h('p', { class: 'muted' }, 'Loading…'));
 
