@@ -145,7 +145,7 @@ func (c *console) hints() []hint {
 	var h []hint
 	switch {
 	case c.nav.HasFocus():
-		h = []hint{{"1-6", "page", 2}, {"Enter", "open", 2}, {"Tab", "page", 1}}
+		h = []hint{{fmt.Sprintf("1-%d", len(navPages)), "page", 2}, {"Enter", "open", 2}, {"Tab", "page", 1}}
 	case c.page == "machines":
 		h = []hint{{"/", "filter", 3}, {"s", "state", 3}, {"Space", "select", 3}, {"*", "all", 2}, {"Enter", "open", 3}, {"a", "actions", 3}}
 	case c.page == "machine":

@@ -145,6 +145,7 @@ var navPages = []struct{ name, label, section string }{
 	{"events", "Events", ""},
 	{"network", "Network", "Setup"},
 	{"images", "Images", ""},
+	{"os", "OS images", ""},
 }
 
 // PageNames are the pages Dump can render: each page of the list, and
@@ -168,17 +169,20 @@ type console struct {
 	now  func() time.Time
 	live bool // fetch in the background and follow changes; false: Dump
 
-	machines  wire.MachineList
-	haveMach  bool
-	cluster   wire.ClusterView
-	events    []wire.Event
-	network   Network
-	images    []wire.Image
-	errs      map[string]error // what → last load error
-	detail    *wire.MachineDetail
-	detailID  string
-	jobs      []wire.Job
-	detailErr error
+	machines wire.MachineList
+	haveMach bool
+	cluster  wire.ClusterView
+	events   []wire.Event
+	network  Network
+	images   []wire.Image
+	osList   wire.OSList
+	errs     map[string]error // what → last load error
+	detail   *wire.MachineDetail
+	detailID string
+	jobs     []wire.Job
+	// deployJobs are the machine's deploy and release jobs, newest first.
+	deployJobs []wire.DeployJob
+	detailErr  error
 
 	filter   string
 	state    string // "" for every state
@@ -204,6 +208,7 @@ type console struct {
 	eventsT   *tview.Table
 	networkTV *tview.TextView
 	imagesTV  *tview.TextView
+	osTV      *tview.TextView
 }
 
 func newConsole(ctx context.Context, app *tview.Application, src Source, live bool) *console {
@@ -262,6 +267,7 @@ func (c *console) build() {
 	c.body.AddPage("events", c.eventsT, true, false)
 	c.networkTV = c.textPage("network", " Network ")
 	c.imagesTV = c.textPage("images", " Images ")
+	c.osTV = c.textPage("os", " OS images ")
 
 	main := tview.NewFlex().
 		AddItem(c.nav, navWidth, 0, true).
@@ -288,6 +294,7 @@ func (c *console) start() {
 	c.app.SetFocus(c.nav)
 	if c.live {
 		go c.watch()
+		go c.followJobs()
 	}
 }
 
@@ -329,6 +336,8 @@ func (c *console) show(name string) {
 		c.load("images", "cluster")
 	case "cluster", "network":
 		c.load(name)
+	case "os":
+		c.load("os", "cluster")
 	}
 	c.render()
 }
@@ -472,12 +481,20 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			return fail(err)
 		}
 		return ok(func() { c.images = im })
+	case what == "os":
+		l, err := c.src.OS(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.osList = l })
 	case strings.HasPrefix(what, "machine:"):
 		id := strings.TrimPrefix(what, "machine:")
 		d, err := c.src.Machine(ctx, id)
 		var jobs []wire.Job
+		var deploys wire.DeployJobList
 		if err == nil {
 			jobs, _ = c.src.Jobs(ctx, d.ID) // a machine without jobs still shows
+			deploys, _ = c.src.DeployJobs(ctx, d.ID, 0, 0)
 		}
 		return func() {
 			if c.detailID != id {
@@ -485,7 +502,7 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			}
 			c.detailErr = err
 			if err == nil {
-				c.detail, c.jobs = &d, jobs
+				c.detail, c.jobs, c.deployJobs = &d, jobs, deploys.Jobs
 			}
 			c.render()
 		}
@@ -581,5 +598,7 @@ func (c *console) render() {
 		c.renderNetwork()
 	case "images":
 		c.renderImages()
+	case "os":
+		c.renderOS()
 	}
 }

@@ -73,7 +73,7 @@ func TestDumpRefusesUnknownPages(t *testing.T) {
 		w, h int
 		want string
 	}{
-		"unknown page": {"racks", 80, 24, `page "racks": not one of overview, machines, cluster, events, network, images, machine/ID`},
+		"unknown page": {"racks", 80, 24, `page "racks": not one of overview, machines, cluster, events, network, images, os, machine/ID`},
 		"tiny screen":  {"machines", 20, 5, "dump size 20x5: at least 40x12"},
 		"no id":        {"machine/", 80, 24, `page "machine/": not one of`},
 	}

@@ -85,7 +85,7 @@ func startSession(t *testing.T, w, h int) *session {
 			t.Error("the console did not stop")
 		}
 	})
-	s.waitFor("the fleet", "web-01") // the overview's events name machines once loaded
+	s.waitFor("the fleet", "gpu-01") // the overview's events name machines once loaded (the newest: at 80x24 the older are below the edge)
 	return s
 }
 
@@ -219,6 +219,10 @@ func TestFilterAndStates(t *testing.T) {
 	s.waitFor("state commissioning", "Machines · 2 of 9 · commissioning")
 	s.keys("s")
 	s.waitFor("state ready", "Machines · 4 of 9 · ready")
+	for _, st := range []string{"deploying", "deployed", "deploy-failed", "releasing"} {
+		s.keys("s")
+		s.waitFor("state "+st, "Machines · 0 of 9 · "+st)
+	}
 	s.keys("s")
 	s.waitFor("back to all", "Machines · 9 of 9 · all states")
 }
