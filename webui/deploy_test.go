@@ -2,9 +2,14 @@ package webui_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -161,6 +166,62 @@ func TestOSPageAndDeploy(t *testing.T) {
 	)
 	if txt := b.text(t, `#deployment .steps`); !strings.Contains(txt, "verify done") {
 		t.Errorf("the steps do not list verify: %q", txt)
+	}
+	b.checkConsole(t)
+}
+
+// "Sync now" on the OS images page streams the node's progress lines as
+// they arrive and ends with what the sync did; the new name then shows.
+// The vendor mirror is a local HTTP server (a fake: this machine has no
+// internet) with a qcow2 and a checksum file in Rocky's format.
+func TestOSSyncNow(t *testing.T) {
+	chromium(t)
+	testenv.NeedTool(t, "qemu-img")
+	dir := t.TempDir()
+	raw := make([]byte, 2<<20)
+	for i := 4096; i < 1<<20; i++ {
+		raw[i] = byte(i * 7)
+	}
+	raw[510], raw[511] = 0x55, 0xaa
+	if err := os.WriteFile(filepath.Join(dir, "disk.raw"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("qemu-img", "convert", "-f", "raw", "-O", "qcow2", filepath.Join(dir, "disk.raw"), filepath.Join(dir, "disk.qcow2")).CombinedOutput(); err != nil {
+		t.Fatalf("qemu-img: %v %s", err, out)
+	}
+	q, err := os.ReadFile(filepath.Join(dir, "disk.qcow2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(q)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/m/cloud.qcow2", func(w http.ResponseWriter, r *http.Request) { w.Write(q) })
+	mux.HandleFunc("/m/CHECKSUM", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "SHA256 (cloud.qcow2) = %x\n", sum)
+	})
+	mirror := httptest.NewServer(mux)
+	defer mirror.Close()
+	e := startEnvConfig(t, fmt.Sprintf(`{"os_sources": [{"name": "rocky-9", "family": "rhel", "url": %q, "checksum_url": %q}]}`,
+		mirror.URL+"/m/cloud.qcow2", mirror.URL+"/m/CHECKSUM"))
+
+	b := newBrowser(t, 1400, 1000)
+	b.signIn(t, e, e.admin)
+	b.run(t, "open the OS images page and sync",
+		chromedp.Navigate(e.ui.URL+"/ui/#/os"),
+		waitJS(`document.querySelector('.sync-state')?.textContent.includes('rocky-9') && !document.querySelector('button.sync-now').disabled`),
+		chromedp.Click(chromedp.CSS(`button.sync-now`)),
+		waitJS(`[...document.querySelectorAll('.sync-log li')].some((li) => li.textContent.startsWith('rocky-9: new'))`),
+		waitJS(`!!document.querySelector('[data-os="rocky-9"] tbody tr')`),
+	)
+	log := js[string](t, b, `[...document.querySelectorAll('.sync-log li')].map((li) => li.textContent).join('\n')`)
+	for _, step := range []string{"rocky-9: download", "rocky-9: convert", "rocky-9: compress"} {
+		if !strings.Contains(log, step) {
+			t.Errorf("the sync log has no %q line:\n%s", step, log)
+		}
+	}
+	im := e.osImage(t, "rocky-9")
+	if len(im.Versions) != 1 || im.Current != im.Versions[0].Version || !strings.Contains(b.text(t, `[data-os="rocky-9"]`), im.Current) {
+		t.Errorf("after the sync: %+v", im)
 	}
 	b.checkConsole(t)
 }
