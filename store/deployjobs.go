@@ -281,6 +281,15 @@ func (t *Tx) CurrentDeployment(machine string) (DeployJob, bool, error) {
 	return DeployJob{}, false, nil
 }
 
+// ForEachDeployJob calls fn with every job, in ID order (the PostgreSQL
+// export).
+func (t *Tx) ForEachDeployJob(fn func(DeployJob) error) error {
+	if t.tx.Bucket(bucketDeployJobs) == nil {
+		return nil
+	}
+	return forEachJSON(t, bucketDeployJobs, "", func(_ string, j *DeployJob) error { return fn(*j) })
+}
+
 // ActiveDeployJobs lists every queued or running job, oldest first (the
 // leader's timeout sweep).
 func (t *Tx) ActiveDeployJobs() ([]DeployJob, error) {

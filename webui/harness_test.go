@@ -39,7 +39,13 @@ type env struct {
 
 func startEnv(t testing.TB) *env {
 	t.Helper()
-	n := nodetest.StartWith(t, nodetest.Options{Name: "ui1"})
+	return startEnvConfig(t, "")
+}
+
+// startEnvConfig is startEnv with the node's rollcall.json.
+func startEnvConfig(t testing.TB, config string) *env {
+	t.Helper()
+	n := nodetest.StartWith(t, nodetest.Options{Name: "ui1", Config: config})
 	e := &env{node: n, admin: n.Admin, agent: n.Agent}
 	api, _ := url.Parse("http://" + n.HTTPAddr())
 	proxy := httputil.NewSingleHostReverseProxy(api)

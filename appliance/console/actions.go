@@ -32,6 +32,9 @@ var actionMenu = []menuItem{
 	{"Boot device…", 'b', "bootdev", "", "", ""},
 	{"Re-commission (next PXE boot)", 'm', "recommission", "", "Re-commission", "moves it back to new; it commissions on its next network boot"},
 	{"Re-commission now (via BMC)", 'n', "recommission", "now", "Re-commission now", "sets PXE and power-cycles it through the BMC"},
+	{"Deploy…", 'e', "deploy", "", "", ""},
+	{"Release…", 'r', "release", "", "", ""},
+	{"Cancel deploy/release job", 'j', "cancel", "", "Cancel job", "stops its deploy or release job: at once before it writes; after, the agent wipes the disk and the job fails"},
 	{"Delete", 'd', "delete", "", "Delete", "forgets the machine, its inventory and history"},
 }
 
@@ -53,8 +56,15 @@ func (c *console) actionsFor(ms []wire.MachineView) {
 	l.SetBorder(true).SetTitle(" " + targetTitle(ms) + " ")
 	for _, it := range actionMenu {
 		l.AddItem(it.label, "", it.key, func() {
-			if it.kind == "bootdev" {
+			switch it.kind {
+			case "bootdev":
 				c.bootMenu(ms)
+				return
+			case "deploy":
+				c.deployMenu(ms)
+				return
+			case "release":
+				c.releaseMenu(ms)
 				return
 			}
 			c.closeDialog()

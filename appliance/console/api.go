@@ -26,6 +26,11 @@ type Source interface {
 	// Tags is GET /api/v1/tags; Tag one tag with its machines.
 	Tags(ctx context.Context) ([]wire.Tag, error)
 	Tag(ctx context.Context, name string) (wire.TagDetail, error)
+	// OS is the OS image catalog (GET /api/v1/os).
+	OS(ctx context.Context) (wire.OSList, error)
+	// DeployJobs are a machine's deploy and release jobs, newest first;
+	// with index > 0 it blocks until they move past index or wait passes.
+	DeployJobs(ctx context.Context, id string, index uint64, wait time.Duration) (wire.DeployJobList, error)
 	// Do runs one action on one machine and returns what the API said in a
 	// few words (a power state, a job result).
 	Do(ctx context.Context, a Action) (string, error)
@@ -38,8 +43,8 @@ type Clock interface{ Now() time.Time }
 // Action is one thing done to one machine.
 type Action struct {
 	Machine string // ID
-	Kind    string // power, bootdev, recommission, delete
-	Arg     string // power: on|off|soft|cycle|reset|status; bootdev: pxe|disk|cdrom|bios|none; recommission: "" or "now"
+	Kind    string // power, bootdev, recommission, delete, deploy, release, cancel
+	Arg     string // power: on|off|soft|cycle|reset|status; bootdev: pxe|disk|cdrom|bios|none; recommission: "" or "now"; deploy: OS[@VERSION]; release: quick|full
 }
 
 // Network is the network model, as GET /api/v1/fabrics, /vlans and /subnets

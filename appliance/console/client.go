@@ -160,6 +160,9 @@ func (c *Client) Tag(ctx context.Context, name string) (wire.TagDetail, error) {
 
 // Do implements Source.
 func (c *Client) Do(ctx context.Context, a Action) (string, error) {
+	if out, ok, err := c.doDeploy(ctx, a); ok {
+		return out, err
+	}
 	p := machinePath(a.Machine)
 	switch a.Kind {
 	case "power":
@@ -190,7 +193,7 @@ func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 	case "delete":
 		return "deleted", c.do(ctx, readTimeout, http.MethodDelete, p, nil, nil)
 	}
-	return "", fmt.Errorf("action %q: not one of power, bootdev, recommission, delete", a.Kind)
+	return "", fmt.Errorf("action %q: not one of power, bootdev, recommission, delete, deploy, release, cancel", a.Kind)
 }
 
 // jobOutcome says how a BMC job ended; a job still running when the API

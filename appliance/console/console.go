@@ -147,6 +147,7 @@ var navPages = []struct{ name, label, section string }{
 	{"events", "Events", ""},
 	{"network", "Network", "Setup"},
 	{"images", "Images", ""},
+	{"os", "OS images", ""},
 }
 
 // PageNames are the pages Dump can render: each page of the list,
@@ -177,6 +178,7 @@ type console struct {
 	events    []wire.Event
 	network   Network
 	images    []wire.Image
+	osList    wire.OSList
 	racks     []wire.Rack
 	rack      rackView
 	tags      []wire.Tag
@@ -186,6 +188,8 @@ type console struct {
 	detailID  string
 	jobs      []wire.Job
 	detailErr error
+	// deployJobs are the machine's deploy and release jobs, newest first.
+	deployJobs []wire.DeployJob
 
 	filter   string
 	state    string // "" for every state
@@ -215,6 +219,7 @@ type console struct {
 	rackT     *tview.Table
 	tagsT     *tview.Table
 	tagTV     *tview.TextView
+	osTV      *tview.TextView
 }
 
 func newConsole(ctx context.Context, app *tview.Application, src Source, live bool) *console {
@@ -274,6 +279,7 @@ func (c *console) build() {
 	c.networkTV = c.textPage("network", " Network ")
 	c.imagesTV = c.textPage("images", " Images ")
 	c.buildRacksAndTags()
+	c.osTV = c.textPage("os", " OS images ")
 
 	main := tview.NewFlex().
 		AddItem(c.nav, navWidth, 0, true).
@@ -300,6 +306,7 @@ func (c *console) start() {
 	c.app.SetFocus(c.nav)
 	if c.live {
 		go c.watch()
+		go c.followJobs()
 	}
 }
 
@@ -357,6 +364,8 @@ func (c *console) show(name string) {
 		if !c.live {
 			c.load("machines")
 		}
+	case "os":
+		c.load("os", "cluster")
 	}
 	c.render()
 }
@@ -548,12 +557,20 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			}
 			c.render()
 		}
+	case what == "os":
+		l, err := c.src.OS(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.osList = l })
 	case strings.HasPrefix(what, "machine:"):
 		id := strings.TrimPrefix(what, "machine:")
 		d, err := c.src.Machine(ctx, id)
 		var jobs []wire.Job
+		var deploys wire.DeployJobList
 		if err == nil {
 			jobs, _ = c.src.Jobs(ctx, d.ID) // a machine without jobs still shows
+			deploys, _ = c.src.DeployJobs(ctx, d.ID, 0, 0)
 		}
 		return func() {
 			if c.detailID != id {
@@ -561,7 +578,7 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			}
 			c.detailErr = err
 			if err == nil {
-				c.detail, c.jobs = &d, jobs
+				c.detail, c.jobs, c.deployJobs = &d, jobs, deploys.Jobs
 			}
 			c.render()
 		}
@@ -672,5 +689,7 @@ func (c *console) render() {
 		c.renderTags()
 	case "tag":
 		c.renderTag()
+	case "os":
+		c.renderOS()
 	}
 }

@@ -30,6 +30,7 @@ type fleet struct {
 	tags     []wire.Tag
 	fail     map[string]error // machine ID → error for every action on it
 	calls    []Action
+	deploys  map[string][]wire.DeployJob // machine ID → its deploy and release jobs, newest first
 }
 
 func (f *fleet) Now() time.Time { return fakeNow }
@@ -37,7 +38,7 @@ func (f *fleet) Now() time.Time { return fakeNow }
 func ago(d time.Duration) time.Time { return fakeNow.Add(-d) }
 
 func newFleet() *fleet {
-	f := &fleet{index: 120, changed: make(chan struct{}), fail: map[string]error{}}
+	f := &fleet{index: 120, changed: make(chan struct{}), fail: map[string]error{}, deploys: map[string][]wire.DeployJob{}}
 	type spec struct {
 		id, name, state, serial, mac, ip, product string
 		sockets, cores                            int
@@ -378,6 +379,8 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 		f.machines = slices.Delete(f.machines, i, i+1)
 		f.bump()
 		return "deleted", nil
+	case "deploy", "release", "cancel":
+		return f.doDeploy(i, a)
 	}
 	return "", errors.New("unknown action " + a.Kind)
 }

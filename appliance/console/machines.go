@@ -283,7 +283,7 @@ func (c *console) fillMachines() {
 }
 
 func (c *console) openMachine(id, back string) {
-	c.detailID, c.detail, c.jobs, c.detailErr = id, nil, nil, nil
+	c.detailID, c.detail, c.jobs, c.detailErr, c.deployJobs = id, nil, nil, nil, nil
 	c.back = back
 	c.show("machine")
 	c.app.SetFocus(c.machineTV)
@@ -380,6 +380,7 @@ func (c *console) renderMachine() {
 			fmt.Fprintf(&b, "  %s  %-7s %-6s %s\n", fullStamp(j.Created), j.Kind, esc(j.Arg), out)
 		}
 	}
+	c.renderDeployment(&b)
 	b.WriteString("\n[yellow]Events[-]\n")
 	if len(d.Events) == 0 {
 		b.WriteString("  none\n")

@@ -165,7 +165,11 @@ func produce(db *store.DB, s *Schema, out chan<- *rowSet, stop <-chan struct{}, 
 			if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			if err := rs.addMachine(m, doc); err != nil {
+			dep, err := machineDeployment(stx, m.ID)
+			if err != nil {
+				return err
+			}
+			if err := rs.addMachine(m, doc, dep); err != nil {
 				return err
 			}
 			if (i+1)%machineChunk == 0 {
@@ -208,6 +212,9 @@ func produce(db *store.DB, s *Schema, out chan<- *rowSet, stop <-chan struct{}, 
 			return err
 		}
 		if err := rs.addTagsRacks(stx); err != nil {
+			return err
+		}
+		if err := rs.addOSDeploy(stx); err != nil {
 			return err
 		}
 		return flush()

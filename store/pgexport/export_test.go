@@ -26,7 +26,7 @@ func TestSchemaFromGoTypes(t *testing.T) {
 	want := []string{"machines", "machine_macs", "bmcs", "inventories", "dimms", "cpus", "disks", "nvme",
 		"nvme_namespaces", "nics", "ib_hcas", "ib_ports", "gpus", "pci_devices", "lldp_neighbors",
 		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes",
-		"lease_blocks", "leases", "images", "image_files", "tags", "racks", "layouts", "bmc_jobs"}
+		"lease_blocks", "leases", "images", "image_files", "tags", "racks", "layouts", "os_images", "os_versions", "deploy_jobs", "bmc_jobs"}
 	var names []string
 	for _, tb := range s.Tables {
 		names = append(names, tb.Name)

@@ -513,11 +513,12 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 	got := map[string]store.Machine{}
 	invJSON := map[string]any{}
 	tm := s.Table("machines")
+	invCol := slices.Index(tm.ColumnNames(), "inventory")
 	for _, r := range readTable(t, conn, schema, tm) {
 		var m store.Machine
 		decode(t, tm, r, &m)
 		got[m.ID] = m
-		invJSON[m.ID] = r[len(r)-1]
+		invJSON[m.ID] = r[invCol]
 	}
 	for _, r := range readTable(t, conn, schema, s.Table("machine_macs")) {
 		m := got[r[0].(string)]
@@ -649,6 +650,7 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 	compareList(t, conn, schema, s.Table("tags"), want.tags)
 	compareList(t, conn, schema, s.Table("racks"), want.racks)
 	compareLayouts(t, conn, schema, s.Table("layouts"), want.layouts)
+	compareOSDeploy(t, conn, schema, s, db)
 
 	// images, with image_files folded back in.
 	wantImages, images := map[string]*store.Image{}, map[string]*store.Image{}

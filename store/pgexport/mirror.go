@@ -330,6 +330,9 @@ type plan struct {
 	delTag     []string
 	delRack    []string
 	delLayout  []string
+	upOS       []string // replaced with their versions
+	delOS      []string
+	delDeploy  []string
 	net        bool // fabrics, VLANs, subnets and ranges are reloaded
 }
 
@@ -349,6 +352,7 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 		addrs, nodes := map[string]bool{}, map[string]bool{}
 		blocks, leases, images, jobs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 		tags, racks, layouts := map[string]bool{}, map[string]bool{}, map[string]bool{}
+		osImages, deploys := map[string]bool{}, map[string]bool{}
 		for _, c := range changes {
 			switch c.Table {
 			case "machines", "inventory":
@@ -376,6 +380,10 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				racks[c.Key] = true
 			case store.TableLayouts:
 				layouts[c.Key] = true
+			case store.TableOSImages:
+				osImages[c.Key] = true
+			case store.TableDeployJobs:
+				deploys[c.Key] = true
 			case "net":
 				// The key (the bucket key in hex, store.Tx.NetRecord)
 				// names a fabric, a VLAN, a subnet or a range; the network
@@ -385,6 +393,32 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			default:
 				// A table this version does not export (a newer store).
 			}
+		}
+		// A deploy job changes its machine's deploy_* columns: the
+		// machine's row is written again too.
+		for _, k := range sortedKeys(deploys) {
+			j, err := tx.DeployJob(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delDeploy = append(p.delDeploy, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("deploy_jobs", s.Table("deploy_jobs").row(nil, j))
+			machines[j.Machine] = true
+		}
+		for _, k := range sortedKeys(osImages) {
+			o, err := tx.OSImage(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delOS = append(p.delOS, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.addOSImage(o)
+			p.upOS = append(p.upOS, k)
 		}
 		// Every record is read as it is now: a change names what to look
 		// at, and whatever the record's state, the rows follow it.
@@ -404,7 +438,11 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			if dropped[id] {
 				p.delMachine = append(p.delMachine, id)
 			}
-			if err := p.rows.addMachine(mach, doc); err != nil {
+			dep, err := machineDeployment(tx, id)
+			if err != nil {
+				return err
+			}
+			if err := p.rows.addMachine(mach, doc, dep); err != nil {
 				return err
 			}
 			p.upMachines = append(p.upMachines, id)
@@ -637,6 +675,8 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 			{"tags", "name", p.delTag, len(p.delTag)},
 			{"racks", "name", p.delRack, len(p.delRack)},
 			{"layouts", "name", p.delLayout, len(p.delLayout)},
+			{"os_images", "name", p.delOS, len(p.delOS)}, // their versions go with them
+			{"deploy_jobs", "id", p.delDeploy, len(p.delDeploy)},
 		} {
 			if d.n > 0 {
 				if err := exec("DELETE FROM "+ident(schema, d.table)+" WHERE "+pgx.Identifier{d.column}.Sanitize()+" = ANY($1)", d.keys); err != nil {
@@ -652,6 +692,14 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 				return err
 			}
 			if err := copyRows(s.Table("image_files")); err != nil {
+				return err
+			}
+		}
+		if len(p.upOS) > 0 {
+			if err := exec("DELETE FROM "+ident(schema, "os_versions")+" WHERE os = ANY($1)", p.upOS); err != nil {
+				return err
+			}
+			if err := copyRows(s.Table("os_versions")); err != nil {
 				return err
 			}
 		}

@@ -27,7 +27,7 @@ func (r *rowSet) add(table string, row []any) {
 
 // addMachine adds a machine and everything derived from it and from its
 // inventory document (nil when it has none). Events are separate.
-func (r *rowSet) addMachine(m store.Machine, doc []byte) error {
+func (r *rowSet) addMachine(m store.Machine, doc []byte, dep *store.DeployJob) error {
 	var inv any
 	var rep *inventory.Report
 	if doc != nil {
@@ -37,7 +37,7 @@ func (r *rowSet) addMachine(m store.Machine, doc []byte) error {
 		}
 		inv, rep = clean, parsed
 	}
-	r.add("machines", r.s.Table("machines").row(nil, m, inv))
+	r.add("machines", r.s.Table("machines").row(nil, m, append([]any{inv}, deploymentRow(dep)...)...))
 	for i, mac := range m.MACs {
 		r.add("machine_macs", r.s.Table("machine_macs").row([]any{m.ID, int32(i), mac}, nil))
 	}
@@ -69,6 +69,65 @@ func (r *rowSet) addMachine(m store.Machine, doc []byte) error {
 	addList(r, "lldp_neighbors", m.ID, rep.LLDP)
 	addList(r, "inventory_errors", m.ID, rep.Errors)
 	return nil
+}
+
+// deploymentRow is the values of deploymentColumns for a machine's latest
+// deploy job, NULLs for none.
+func deploymentRow(j *store.DeployJob) []any {
+	if j == nil {
+		return make([]any, len(deploymentColumns))
+	}
+	disk := j.Disk.Serial
+	if disk == "" {
+		disk = j.Disk.WWN
+	}
+	if disk == "" {
+		disk = j.Disk.Name
+	}
+	var phoned any
+	if !j.PhonedHome.IsZero() {
+		phoned = j.PhonedHome
+	}
+	nullable := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return noNUL(s)
+	}
+	return []any{j.ID, nullable(j.OS), nullable(j.OSVersion), j.State, nullable(disk), phoned}
+}
+
+// machineDeployment is a machine's latest deploy job, nil for none.
+func machineDeployment(tx *store.Tx, id string) (*store.DeployJob, error) {
+	j, ok, err := tx.CurrentDeployment(id)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// addOSImage adds an OS image and its versions.
+func (r *rowSet) addOSImage(o store.OSImage) {
+	r.add("os_images", r.s.Table("os_images").row(nil, o))
+	t := r.s.Table("os_versions")
+	for i := range o.Versions {
+		r.add("os_versions", t.row([]any{o.Name}, &o.Versions[i]))
+	}
+}
+
+// addOSDeploy adds every OS image and deploy job.
+func (r *rowSet) addOSDeploy(tx *store.Tx) error {
+	images, err := tx.OSImages()
+	if err != nil {
+		return err
+	}
+	for _, o := range images {
+		r.addOSImage(o)
+	}
+	return tx.ForEachDeployJob(func(j store.DeployJob) error {
+		r.add("deploy_jobs", r.s.Table("deploy_jobs").row(nil, j))
+		return nil
+	})
 }
 
 func addList[T any](r *rowSet, table, id string, items []T) {

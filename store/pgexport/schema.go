@@ -27,7 +27,9 @@ import (
 // 3: tags and racks; machines gain tags, auto_tags and location_*.
 // 4: layouts (body jsonb); machines gain layout (a machine's pinned
 // addresses are addresses rows of how 'pinned').
-const SchemaVersion = 4
+// 5: os_images, os_versions and deploy_jobs; machines gain deploy_* (the
+// machine's latest deploy job).
+const SchemaVersion = 5
 
 // Column is one column of an exported table.
 type Column struct {
@@ -100,6 +102,17 @@ type spec struct {
 	rename        map[string]string // column name → name in SQL
 }
 
+// deploymentColumns are the machine's latest deploy job, as its record
+// shows it (store.Tx.CurrentDeployment): NULL when it never had one.
+var deploymentColumns = []Column{
+	{Name: "deploy_job", Type: "text", Comment: "the machine's latest deploy job (deploy_jobs.id); NULL when it was never deployed"},
+	{Name: "deploy_os", Type: "text", Comment: "the OS that job deploys (os_images.name)"},
+	{Name: "deploy_os_version", Type: "text", Comment: "the exact version it deploys (os_versions.version)"},
+	{Name: "deploy_state", Type: "text", Comment: "the job's state: queued, running, done, failed or cancelled"},
+	{Name: "deploy_disk", Type: "text", Comment: "the disk it writes, by serial (else WWN, else name as the inventory saw it)"},
+	{Name: "deploy_phoned_home", Type: "timestamptz", Comment: "when the deployed system's cloud-init phoned home; NULL before"},
+}
+
 var (
 	colMachineID = Column{Name: "machine_id", Type: "text", Comment: "the machine (machines.id) this row belongs to"}
 	colOrdinal   = Column{Name: "ordinal", Type: "integer", Comment: "position in the inventory report, from 0"}
@@ -121,9 +134,10 @@ func specs() []spec {
 			name: "machines", of: store.Machine{}, primary: []string{"id"}, rename: rename,
 			comment: "Servers Rollcall knows, one row per machine record, with the summary of their last inventory. Child tables (machine_macs, bmcs, inventories, dimms, …, events) reference machines.id and go with it.",
 			skip:    map[string]string{"macs": "table machine_macs", "bmc": "table bmcs"},
-			extra: []Column{{Name: "inventory", Type: "jsonb",
+			extra: append([]Column{{Name: "inventory", Type: "jsonb",
 				Comment: "the last inventory report as the agent sent it (inventory.Report), without the BMC password; NULL before the first commissioning"}},
-			indexes: [][]string{{"state"}, {"serial"}, {"system_uuid"}, {"location_rack"}, {"layout"}},
+				deploymentColumns...),
+			indexes: [][]string{{"state"}, {"serial"}, {"system_uuid"}, {"location_rack"}, {"layout"}, {"deploy_os", "deploy_os_version"}},
 		},
 		{
 			name: "machine_macs", primary: []string{"machine_id", "ordinal"}, child: true,
@@ -232,6 +246,26 @@ func specs() []spec {
 			rename:  map[string]string{"index": "raft_index", "json": "body"},
 			types:   map[string]string{"json": "jsonb"},
 			comment: "Interface layouts (ipam/layout): how a machine's NICs become interfaces. A machine uses machines.layout, else the layout of the first of its tags that names one (tags.layout), else the default (its boot NIC, auto or DHCP).",
+		},
+		{
+			name: "os_images", of: store.OSImage{}, primary: []string{"name"}, rename: rename,
+			comment: "The OS image catalog: one row per name (debian-13, rocky-9, …) with its track and current version; the versions are in os_versions.",
+			skip:    map[string]string{"versions": "table os_versions"},
+		},
+		{
+			name: "os_versions", of: store.OSVersion{}, primary: []string{"os", "version"},
+			parent: "os_images", parentKey: "os",
+			comment: "The versions of each OS image (OSImage.Versions): the compressed file (file_*, served as /os/blobs/{file_sha256}), the raw disk image the agent writes, the upstream checksum and the nodes holding a verified copy; they go with their name.",
+			keys:    []Column{{Name: "os", Type: "text", Comment: "the OS image (os_images.name) the version belongs to"}},
+		},
+		{
+			name: "deploy_jobs", of: store.DeployJob{}, primary: []string{"id"}, rename: rename,
+			types: map[string]string{"addresses": "jsonb", "steps": "jsonb"},
+			skip: map[string]string{
+				"user_data_operator": "the operator's own user-data part may carry secrets: never exported",
+			},
+			comment: "Deploy and release jobs: the exact OS version (os, os_version, image_*), the disk written or wiped and the rule that chose it (disk_*), the addresses claimed, the agent's latest progress and every step's outcome (steps). A job's record outlives its machine, so machine_id is not a foreign key; machines.deploy_job names a machine's latest deploy job.",
+			indexes: [][]string{{"machine_id"}, {"state"}, {"os", "os_version"}},
 		},
 		{
 			name: "bmc_jobs", of: store.Job{}, primary: []string{"id"}, rename: rename,

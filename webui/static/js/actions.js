@@ -54,6 +54,9 @@ function field(f) {
       h('select', { id: fid, name: f.name }, f.options.map(([v, text]) => h('option', { value: v, selected: v === f.value }, text))),
       f.help ? h('p', { class: 'help' }, f.help) : null);
   }
+  if (f.type === 'textarea') {
+    return h('div', { class: 'field' }, h('label', { for: fid }, f.label), h('textarea', { id: fid, name: f.name, rows: 3, spellcheck: 'false' }, f.value || ''));
+  }
   return h('div', { class: 'field' }, h('label', { for: fid }, f.label), h('input', { id: fid, name: f.name, value: f.value || '' }));
 }
 
@@ -160,9 +163,26 @@ function who(machines) {
 
 // ask confirms an action (or asks for its fields) and resolves with the
 // values to run it with, or null.
+// An action may build its fields when asked (prepare(machines) →
+// {fields}) and confirm the values a second time (confirm(values,
+// machines, prepared) → values or null).
 export async function ask(key, machines) {
   const a = ACTIONS[key];
-  const needs = a.fields || a.destructive || (a.confirmMany && machines.length > 1);
+  let prep = {};
+  if (a.prepare) {
+    try {
+      prep = await a.prepare(machines);
+    } catch (e) {
+      await dialog({ title: a.label.replace(/…$/, ''), body: [h('p', { class: 'warn' }, e.message)], confirm: 'Close' });
+      return null;
+    }
+  }
+  const values = await askFields(a, machines, prep.fields || a.fields);
+  return values && a.confirm ? a.confirm(values, machines, prep) : values;
+}
+
+async function askFields(a, machines, fields) {
+  const needs = fields || a.destructive || (a.confirmMany && machines.length > 1);
   if (!needs) return {};
   const one = machines.length === 1;
   const list = machines.slice(0, 5).map(nameOf).join(', ') + (machines.length > 5 ? `, and ${(machines.length - 5).toLocaleString('en')} more` : '');
@@ -175,7 +195,7 @@ export async function ask(key, machines) {
       a.detail ? h('p', {}, one ? a.detail : a.detail.replace(/^It goes/, 'They go').replace(/its next/, 'their next').replace(/^The record, inventory and history are/, 'Their records, inventories and histories are')) : null,
       a.warn ? h('p', { class: 'warn' }, a.warn) : null,
     ],
-    fields: a.fields || [],
+    fields: fields || [],
     confirm: a.confirmLabel || `${verb} ${machines.length > 1 ? `${machines.length.toLocaleString('en')} machines` : ''}`.trim(),
     danger: !!a.destructive,
   });

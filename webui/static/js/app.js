@@ -13,8 +13,11 @@ import * as images from './images.js';
 import * as racks from './racks.js';
 import * as tags from './tags.js';
 import * as layouts from './layouts.js';
+import * as osImages from './os.js';
+import { registerActions as registerDeployActions } from './deploy.js';
 
 const app = document.getElementById('app');
+registerDeployActions();
 
 const NAV = [
   ['#/', 'Overview', (p) => p === ''],
@@ -24,6 +27,7 @@ const NAV = [
   ['#/network', 'Network', (p) => p.startsWith('network')],
   ['#/layouts', 'Layouts', (p) => p.startsWith('layouts')],
   ['#/images', 'Images', (p) => p.startsWith('images')],
+  ['#/os', 'OS images', (p) => p.startsWith('os')],
 ];
 
 let cleanup = null;
@@ -45,6 +49,7 @@ function pageFor(r) {
   if (first === 'layouts') return [layouts, second ? `Layout ${second}` : 'Layouts'];
   if (first === 'network') return [network, 'Network'];
   if (first === 'images') return [images, 'Images'];
+  if (first === 'os') return [osImages, 'OS images'];
   return [null, 'Not found'];
 }
 

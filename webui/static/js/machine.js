@@ -12,6 +12,7 @@ import { networkCard } from './machinenet.js';
 import { sections as inventorySections } from './inventory.js';
 import { ACTIONS, ACTION_ORDER, ask, run } from './actions.js';
 import { shortCPU } from './fleet.js';
+import { panel as deploymentPanel } from './deploy.js';
 
 const LIFECYCLE = new Set(['created', 'enlisted', 'commissioned', 'recommission', 'state', 'mac-moved']);
 
@@ -39,7 +40,8 @@ export function mount(main, route) {
   const net = networkCard(ref);
   const inv = h('div', { class: 'inventory' });
   const status = h('div', { class: 'notice-slot' });
-  main.append(head, status, actionbar, results, toc, top, describe, net.el, lower,
+  const deployment = deploymentPanel(ref, ctrl.signal);
+  main.append(head, status, actionbar, results, deployment, toc, top, describe, net.el, lower,
     h('h2', { class: 'inv-title', id: 'inventory' }, 'Inventory'), inv);
   head.append(h('p', { class: 'muted' }, 'Loading…'));
 
