@@ -70,6 +70,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadLVM -fuzztime 30s ./agent/deploy/
 	$(GO) test -run '^$$' -fuzz FuzzLVMText -fuzztime 30s ./agent/deploy/
 	$(GO) test -run '^$$' -fuzz FuzzParseBootCSV -fuzztime 30s ./agent/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzUserData -fuzztime 30s ./appliance/deploy/
+	$(GO) test -run '^$$' -fuzz FuzzProgressBody -fuzztime 30s ./appliance/httpapi/
 
 clean:
 	rm -rf bin

@@ -86,6 +86,25 @@ var bodyPairs = []bodyPair{
 		"Created": "the Now of the command that creates the rack",
 		"Index":   "stamped by the store",
 	}),
+	pair(jobImageBody, JobImage.record, nil),
+	pair(JobDiskBody, JobDisk.record, nil),
+	pair(jobAddressBody, JobAddress.record, nil),
+	pair(jobUserDataBody, JobUserData.record, nil),
+	pair(DeployJobBody, DeployJob.record, map[string]string{
+		"State":      "queued when DeployStart makes it; reports, cancels and timeouts move it",
+		"Progress":   "the agent's reports (JobReport)",
+		"Steps":      "the agent's reports (JobReport)",
+		"Cancel":     "set by JobCancel",
+		"Prior":      "a release's, read by ReleaseStart from the machine",
+		"Created":    "the DeployStart's Now",
+		"Started":    "the first JobReport's Now",
+		"Finished":   "the Now of the command that ends it",
+		"LastReport": "the latest JobReport's Now",
+		"Error":      "written by the command that fails it",
+		"PhonedHome": "the PhoneHome's Now",
+		"PhoneHost":  "the PhoneHome's hostname",
+		"Index":      "stamped by the store",
+	}),
 }
 
 // TestBodiesDecideEveryField fails when a store record gains a field that

@@ -83,6 +83,12 @@ const (
 	TypeOSPrune         Type = 126
 	TypeOSSyncStart     Type = 127
 	TypeOSSyncEnd       Type = 128
+	TypeDeployStart     Type = 130
+	TypeReleaseStart    Type = 131
+	TypeJobReport       Type = 132
+	TypeJobCancel       Type = 133
+	TypeJobTimeout      Type = 134
+	TypePhoneHome       Type = 135
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -120,7 +126,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands())
+		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -267,6 +267,24 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&OSPrune{Name: "debian-13", Versions: []string{"20260901-1", "20261001-1"}, Keep: 3, Now: gt(59)},
 		&OSSyncStart{Node: "n1", Now: gt(1), Until: gt(2), Timer: true, Interval: 24 * time.Hour, Renew: true},
 		&OSSyncEnd{Node: "n1", Started: gt(3), Now: gt(4), Result: []string{"debian-13: new version 20261201-1", "rocky-9: unchanged"}, Error: "ubuntu-24.04: checksum file: 404"},
+		&DeployStart{Job: DeployJob{
+			ID: "j-0000019ad5a1c0de", Machine: "m-00000000c0de", Kind: "deploy", OS: "debian-13", OSVersion: "20261201-1",
+			Image: JobImage{SHA256: hash64("disk.raw.zst"), Size: 541 << 20, RawSHA256: hash64("disk.raw"), RawSize: 3 << 30, SectorSize: 512, Family: "debian"},
+			Disk: JobDisk{Name: "nvme0n1", Serial: "S6CRNA0T123456", WWN: "eui.36344730521234560025384500000001", ByPath: "pci-0000:b1:00.0-nvme-1",
+				Size: 1920383410176, LogicalBlockSize: 512, Rule: "smallest non-removable disk that fits"},
+			Hostname: "node1", FQDN: "node1.lab.example",
+			Addresses:     []JobAddress{{IP: "10.9.0.40", Subnet: "10.9.0.0/16", Interface: "eno1", MAC: "52:54:00:00:00:01"}},
+			NetworkConfig: "version: 2\nethernets:\n  eno1:\n    dhcp4: true\n",
+			Boot:          true, Wipe: "quick",
+			UserData: JobUserData{SSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGolden op@example"}, Packages: []string{"htop", "nvme-cli"},
+				Upgrade: true, Operator: "#cloud-config\nruncmd: [touch /golden]\n"},
+			Requester: "admin",
+		}, Now: gt(53)},
+		&ReleaseStart{ID: "j-0000019ad5a1c0df", Machine: "m-00000000c0de", Wipe: "full", Boot: true, Requester: "admin", Now: gt(54)},
+		&JobReport{Job: "j-0000019ad5a1c0de", Step: "write", State: "running", Bytes: 1 << 30, Total: 3 << 30, Message: "118 MB/s", Now: gt(55)},
+		&JobCancel{Job: "j-0000019ad5a1c0de", Requester: "admin", Now: gt(56)},
+		&JobTimeout{Job: "j-0000019ad5a1c0de", Basis: gt(57), After: 30 * time.Minute, Now: gt(58)},
+		&PhoneHome{Job: "j-0000019ad5a1c0de", Hostname: "node1.lab.example", Now: gt(59)},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

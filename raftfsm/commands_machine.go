@@ -443,6 +443,17 @@ func (c *Recommission) apply(tx *store.Tx) error {
 	if c.Reason != "" {
 		msg += " (" + c.Reason + ")"
 	}
+	if m.State == store.StateDeployed || m.State == store.StateDeployFailed {
+		// The deployment's addresses go with it, as a release frees them
+		// (the disk is not wiped: commissioning reads it, never writes).
+		if d, ok, err := tx.CurrentDeployment(m.ID); err != nil {
+			return err
+		} else if ok {
+			if err := freeAddresses(tx, d); err != nil {
+				return err
+			}
+		}
+	}
 	m.State, m.UpdatedAt = store.StateNew, c.Now
 	return putWithEvents(tx, m, c.Now, []store.Event{{Kind: "recommission", Message: msg}})
 }

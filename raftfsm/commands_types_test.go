@@ -76,6 +76,12 @@ var pinnedTypes = map[string]struct {
 	"os-prune":          {126, 1},
 	"os-sync-start":     {127, 1},
 	"os-sync-end":       {128, 1},
+	"deploy-start":      {130, 1},
+	"release-start":     {131, 1},
+	"job-report":        {132, 1},
+	"job-cancel":        {133, 1},
+	"job-timeout":       {134, 1},
+	"phone-home":        {135, 1},
 
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},

@@ -63,6 +63,7 @@ const (
 	MaxPackages       = 256
 	MaxOperatorPart   = 64 << 10 // the operator's own user-data part
 	MaxJobsPerMachine = 32       // finished jobs kept per machine; older ones are pruned
+	MaxNetworkConfig  = 64 << 10
 )
 
 // JobSteps are the steps an agent reports, in the order a deployment or
@@ -91,6 +92,10 @@ type DeployJob struct {
 	// Addresses were claimed for the machine by DeployStart and are freed
 	// when it is released (or the job is cancelled before it wrote).
 	Addresses []JobAddress `json:"addresses,omitempty"`
+	// NetworkConfig is the cloud-init network-config (version 2) the
+	// deployment's plan rendered when the job was made: the claimed
+	// addresses on the boot NIC, or DHCP.
+	NetworkConfig string `json:"network_config,omitempty"`
 	// Boot: the BMC was asked to power-cycle the machine into PXE.
 	Boot bool   `json:"boot,omitempty"`
 	Wipe string `json:"wipe,omitempty"` // release: quick or full

@@ -38,6 +38,7 @@ type BootData struct {
 	Args    string
 	Message string
 	Retry   string
+	Job     string // the deploy or release job (Action deploy)
 }
 
 // Templates are the boot templates, parsed once at start.
@@ -80,7 +81,7 @@ func loadTemplate(dataDir, name string) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot template %s: %w", from, err)
 	}
-	for _, a := range []string{"commission", "poweroff", "local", "wait"} {
+	for _, a := range []string{"commission", "deploy", "poweroff", "local", "wait"} {
 		if err := t.Execute(new(bytes.Buffer), BootData{Action: a, MAC: "52:54:00:00:00:01"}); err != nil {
 			return nil, fmt.Errorf("boot template %s (action %s): %w", from, a, err)
 		}
@@ -91,13 +92,17 @@ func loadTemplate(dataDir, name string) (*template.Template, error) {
 // bootAction decides what a machine in a state boots: unknown, new and
 // commissioning machines (and those whose re-commission was asked for, which
 // puts them back in new) run the commissioning image; ready ones power off;
-// every other state boots from its local disk.
+// deploying and releasing ones run the agent in deploy mode with their
+// job's token; every other state (deployed, deploy-failed) boots from its
+// local disk.
 func bootAction(known bool, state string) string {
 	switch {
 	case !known, state == store.StateNew, state == store.StateCommissioning:
 		return "commission"
 	case state == store.StateReady:
 		return "poweroff"
+	case state == store.StateDeploying, state == store.StateReleasing:
+		return "deploy"
 	}
 	return "local"
 }
@@ -115,10 +120,15 @@ func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) 
 	var machine store.Machine
 	var image store.Image
 	var imageErr error
+	var job store.DeployJob
+	var hasJob bool
 	err := s.conf.DB.View(func(tx *store.Tx) error {
 		if ids := tx.MachineIDsByMAC(mac); mac != "" && len(ids) > 0 {
 			var err error
 			if machine, err = tx.Machine(ids[0]); err != nil {
+				return err
+			}
+			if job, hasJob, err = tx.ActiveDeployJob(machine.ID); err != nil {
 				return err
 			}
 		}
@@ -130,7 +140,17 @@ func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) 
 	}
 	data.Machine, data.State = machine.ID, machine.State
 	data.Action = bootAction(machine.ID != "", machine.State)
-	if data.Action == "commission" || data.Action == "poweroff" && !selfPoweroff {
+	if data.Action == "deploy" && !hasJob {
+		// Deploying without a job (cancelled between the read of the
+		// state and now cannot happen in one transaction; a record from a
+		// damaged store can): wait rather than guess.
+		data.Action, data.Message = "wait", fmt.Sprintf("machine %s is %s but has no job", machine.ID, machine.State)
+		return data, nil
+	}
+	if data.Action == "deploy" {
+		data.Job = job.ID
+	}
+	if data.Action == "commission" || data.Action == "deploy" || data.Action == "poweroff" && !selfPoweroff {
 		if imageErr != nil {
 			data.Action = "wait"
 			data.Message = fmt.Sprintf("no image %q yet: import one with rollcall image import %s -kernel F -initrd F", imageName, imageName)
@@ -143,12 +163,21 @@ func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) 
 			// (pxelinux's default file for an address no lease names) there
 			// is nothing to bind it to: that agent cannot enlist.
 			token := ""
-			if data.Action == "commission" && mac != "" {
+			if (data.Action == "commission" || data.Action == "deploy") && mac != "" {
 				if token, err = s.conf.BootToken(mac); err != nil {
 					return data, err
 				}
 			}
 			data.Args = s.agentArgs(base, host, token)
+			if data.Action == "deploy" {
+				// The boot token stays: it ties the agent to this MAC,
+				// and the API checks it belongs to the job's machine.
+				jt, err := s.conf.JobToken(job.ID)
+				if err != nil {
+					return data, err
+				}
+				data.Args += " rollcall.mode=deploy rollcall.job=" + jt
+			}
 		}
 	}
 	return data, nil

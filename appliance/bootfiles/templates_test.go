@@ -28,6 +28,8 @@ func TestBootTemplateGolden(t *testing.T) {
 		"commission-new":     {Action: "commission", Machine: "m-0123456789ab", State: store.StateNew},
 		"poweroff-ready":     {Action: "poweroff", Machine: "m-0123456789ab", State: store.StateReady},
 		"local-deployed":     {Action: "local", Machine: "m-0123456789ab", State: "deployed"},
+		"deploy-deploying":   {Action: "deploy", Machine: "m-0123456789ab", State: "deploying", Job: "j-0000019ad5a1c0de"},
+		"deploy-releasing":   {Action: "deploy", Machine: "m-0123456789ab", State: "releasing", Job: "j-0000019ad5a1c0df"},
 		"wait-no-image":      {Action: "wait", Message: `no image "commissioning" yet`},
 	}
 	for file, ext := range map[string]string{"boot.ipxe": ".ipxe", "pxelinux.cfg": ".pxelinux"} {

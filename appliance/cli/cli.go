@@ -39,6 +39,10 @@ Machines:
   rollcall show ID|NAME [-json]
   rollcall events ID|NAME [-json]
   rollcall recommission ID|NAME [-now]
+  rollcall deploy ID OS [-version V] [-disk D] [-hostname H] [-upgrade] [-packages a,b] [-user-data FILE] [-ssh-key FILE] [-boot] [-watch] [-json]
+  rollcall release ID [-wipe quick|full] [-boot] [-watch] [-json]
+  rollcall jobs ID [-watch] [-json]
+  rollcall job cancel JOB|MACHINE
   rollcall power ID status|on|off|soft|cycle|reset
   rollcall bootdev ID pxe|disk|cdrom|bios|none [-persistent] [-uefi]
   rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]
@@ -125,6 +129,11 @@ var verbs = map[string]verb{
 	"os":         {run: cmdOS}, // os.go
 	"export":     {run: cmdExport},
 	"boot-token": {run: cmdBootToken},
+	// deploy.go
+	"deploy":  {run: cmdDeploy},
+	"release": {run: cmdRelease},
+	"jobs":    {run: cmdJobs},
+	"job":     {run: cmdJob},
 	// network.go
 	"fabric": {run: network("fabric")},
 	"vlan":   {run: network("vlan")},

@@ -27,6 +27,8 @@ func (s *Server) middleware(a Auth) []gin.HandlerFunc {
 		return []gin.HandlerFunc{s.failer.Handle(s.requireAgent(false))}
 	case AuthBoot:
 		return []gin.HandlerFunc{s.failer.Handle(s.requireAgent(true))}
+	case AuthJob:
+		return []gin.HandlerFunc{s.failer.Handle(s.requireJob)}
 	}
 	return nil
 }

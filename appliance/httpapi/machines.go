@@ -171,6 +171,7 @@ func (s *Server) getMachine(c *gin.Context) error {
 		if inv, err := tx.Inventory(m.ID); err == nil {
 			d.Inventory = inv
 		}
+		d.Deployment = deploymentOf(tx, m)
 		events, err := tx.Events(m.ID)
 		d.Events = nonNil(convert(events, wireEvent))
 		return err

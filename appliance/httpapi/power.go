@@ -137,9 +137,22 @@ func (s *Server) getJobs(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.blockingQuery(c, store.TableDeployJobs); err != nil {
+		return err
+	}
 	var jobs []store.Job
-	s.cfg.DB.View(func(tx *store.Tx) error { jobs, _ = tx.MachineJobs(m.ID, 100); return nil })
-	c.JSON(http.StatusOK, wire.JobList{Jobs: nonNil(convert(jobs, wireJob))})
+	var deploys []store.DeployJob
+	var idx uint64
+	if err := s.cfg.DB.View(func(tx *store.Tx) error {
+		jobs, _ = tx.MachineJobs(m.ID, 100)
+		idx = tx.TableIndex(store.TableDeployJobs)
+		var err error
+		deploys, err = tx.MachineDeployJobs(m.ID, 100)
+		return err
+	}); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, wire.JobList{Jobs: nonNil(convert(jobs, wireJob)), Deploy: nonNil(convert(deploys, wireDeployJob)), Index: idx})
 	return nil
 }
 

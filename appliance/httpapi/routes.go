@@ -20,6 +20,7 @@ const (
 	AuthAdmin Auth = "admin"
 	AuthAgent Auth = "agent" // the shared agent token or a boot token
 	AuthBoot  Auth = "boot"  // a boot token only: acts on its own machine
+	AuthJob   Auth = "job"   // a deploy or release job's token (X-Rollcall-Job)
 )
 
 // Route is one API endpoint. The table is the single source for the router
@@ -38,7 +39,7 @@ type Route struct {
 func (s *Server) Routes() []Route { return s.routes() }
 
 func (s *Server) routes() []Route {
-	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes())
+	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.deployRoutes())
 }
 
 func (s *Server) coreRoutes() []Route {
@@ -93,7 +94,7 @@ func (s *Server) powerRoutes() []Route {
 		{"POST", "/api/v1/machines/:id/power", AuthAdmin, "power action through the BMC: on, off, soft, cycle, reset, status", wire.PowerRequest{}, s.postPower},
 		{"POST", "/api/v1/machines/:id/bootdev", AuthAdmin, "set the boot device: pxe, disk, cdrom, bios, none (persistent, uefi)", wire.BootdevRequest{}, s.postBootdev},
 		{"PUT", "/api/v1/machines/:id/bmc", AuthAdmin, "set the BMC (driver, address, user, password, settings); verify or probe it", wire.BMCRequest{}, s.putBMC},
-		{"GET", "/api/v1/machines/:id/jobs", AuthAdmin, "a machine's BMC jobs, newest first", nil, s.getJobs},
+		{"GET", "/api/v1/machines/:id/jobs", AuthAdmin, "a machine's BMC jobs and its deploy and release jobs, newest first (?index=&wait= blocks on the deploy jobs)", nil, s.getJobs},
 		{"GET", "/api/v1/bmc/drivers", AuthAdmin, "the BMC drivers this appliance knows", nil, s.getBMCDrivers},
 		{"POST", "/api/v1/export/postgres", AuthAdmin, "copy this node's store into PostgreSQL (one snapshot, one transaction)", wire.ExportRequest{}, s.postExport},
 		{"GET", "/api/v1/export/status", AuthAdmin, "the PostgreSQL mirror's position and lag", nil, s.getExportStatus},

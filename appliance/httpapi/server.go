@@ -92,14 +92,16 @@ type Config struct {
 
 // Server is the REST API of one node.
 type Server struct {
-	cfg         Config
-	log         *slog.Logger
-	failer      Failer
-	engine      *gin.Engine
-	machines    listCache
-	hintLimiter *windowLimiter
-	waiters     atomic.Int64 // blocking queries in progress
-	net         *netAPI
+	cfg          Config
+	log          *slog.Logger
+	failer       Failer
+	engine       *gin.Engine
+	machines     listCache
+	hintLimiter  *windowLimiter
+	jobLimiter   *windowLimiter // the deploy agent's calls, per job
+	phoneLimiter *windowLimiter // phone-home posts, per client address
+	waiters      atomic.Int64   // blocking queries in progress
+	net          *netAPI
 }
 
 // New builds the API and its router. Nothing runs until the node serves
@@ -124,9 +126,11 @@ func New(cfg Config) (*Server, error) {
 		cfg.Parts = func() []cluster.Part { return nil }
 	}
 	s := &Server{cfg: cfg, log: cfg.Log,
-		hintLimiter: newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys)}
+		hintLimiter:  newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys),
+		jobLimiter:   newWindowLimiter(jobCallsPerMinute, time.Minute, jobLimiterKeys),
+		phoneLimiter: newWindowLimiter(phoneHomePerMinute, time.Minute, jobLimiterKeys)}
 	s.net = &netAPI{s: s, pending: map[netip.Addr]bool{}}
-	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors}}
+	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors, deployErrors}}
 	engine, err := s.router()
 	if err != nil {
 		return nil, err

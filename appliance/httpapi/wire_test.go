@@ -122,6 +122,18 @@ var conversions = []conversion{
 		"until": "when the holder's claim lapses: the node's business; running says whether it holds",
 		"index": "the change index is the list's",
 	}).adding(map[string]string{"running": "whether a sync holds the claim now"}),
+	written(wireDeployJob).nesting(map[string]string{
+		"image": "a wire.JobImage", "disk": "a wire.JobDisk", "addresses": "wire.JobAddress", "progress": "a wire.JobProgress", "steps": "wire.JobStep",
+	}).leaving(map[string]string{
+		"network_config": "the seed's: the agent reads it in jobs/self",
+		"user_data":      "the seed's inputs: the agent reads the rendered seed in jobs/self; the answer counts keys and lists packages",
+		"prior":          "a release's bookkeeping for its cancel",
+	}).adding(map[string]string{
+		"packages":  "user_data.packages",
+		"ssh_keys":  "how many user_data.ssh_keys (public, but long)",
+		"upgrade":   "user_data.upgrade",
+		"power_job": "the BMC job respondJob queued, not in the record",
+	}),
 }
 
 // The wire types are written, not inherited (STYLE.md 20): a field added to
@@ -221,8 +233,13 @@ var unconverted = map[string]string{
 	"NetworkPlan": "written by wireNetworkPlan from a layout.Plan (TestNetworkPlanAnswer)", "PlanChoice": "part of NetworkPlan", "PlanAddress": "part of NetworkPlan",
 	"OSList": "wire types composed", "OSResult": "wire types composed", "OSStreamLine": "wire types composed",
 	"OSSyncRequest": "a request decoded field by field into oscatalog.SyncRequest", "OSPromoteRequest": "one version name",
-	"OSProgress":   "oscatalog.Progress (not a record) copied field by field in osStream.progress",
-	"OSSyncResult": "oscatalog.NameResult (not a record) copied field by field in postOSSync",
+	"OSProgress":    "oscatalog.Progress (not a record) copied field by field in osStream.progress",
+	"OSSyncResult":  "oscatalog.NameResult (not a record) copied field by field in postOSSync",
+	"DeployRequest": "a request", "ReleaseRequest": "a request", "ProgressRequest": "a request", "ProgressReply": "one flag",
+	"JobImage": "written inside wireDeployJob", "JobDisk": "written inside wireDeployJob", "JobAddress": "written inside wireDeployJob",
+	"JobProgress": "written inside wireDeployJob", "JobStep": "written inside wireDeployJob", "DeployJobList": "wire types composed",
+	"Deployment": "written by deploymentOf from the job", "JobSelf": "the agent contract, written by getJobSelf",
+	"SelfImage": "the agent contract", "SelfDisk": "the agent contract", "SelfSeed": "the rendered seed",
 }
 
 // Every wire type is written by a conversion above, or is named in

@@ -47,6 +47,11 @@ type FileConfig struct {
 	// TLSNames are extra names and addresses for the node's HTTPS
 	// certificate.
 	TLSNames []string `json:"tls_names,omitempty"`
+	// DeployTimeout fails a deploy or release job whose agent has not
+	// reported for this long (a duration: 30m by default);
+	// DeployBootTimeout one whose machine never started the agent (1h).
+	DeployTimeout     string `json:"deploy_timeout,omitempty"`
+	DeployBootTimeout string `json:"deploy_boot_timeout,omitempty"`
 	// PostgresExport runs the continuous PostgreSQL mirror on the leader.
 	PostgresExport *pgexport.Settings `json:"postgres_export,omitempty"`
 	// OSSources are the upstream images `rollcall os sync` follows (name,
@@ -161,6 +166,9 @@ func (c *FileConfig) check() error {
 		if d, err := time.ParseDuration(v); err != nil || d < time.Hour {
 			return fmt.Errorf("os_sync_interval: %q is not a duration of an hour or more (\"24h\"), nor \"off\"", v)
 		}
+	}
+	if _, _, err := c.deployTimeouts(); err != nil {
+		return err
 	}
 	for _, n := range c.TLSNames {
 		if n == "" || strings.ContainsAny(n, " /") {

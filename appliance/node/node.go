@@ -296,6 +296,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.sup.run("image-sync", n.boot.Run)
 	n.sup.run("os-sync", n.os.Run)
 	n.sup.run("bmc-jobs", n.jobs.Run)
+	n.sup.run("deploy-timeouts", n.runDeployTimeouts)
 	n.sup.run("dhcp", n.runDHCP)
 	if n.conf.PostgresExport != nil {
 		r, err := pgexport.NewRunner(pgexport.RunnerConfig{Settings: *n.conf.PostgresExport, Node: opts.Name, Store: n.db, IsLeader: n.cluster.IsLeader})
@@ -464,6 +465,7 @@ func (n *Node) newBootFiles() (*bootfiles.Server, error) {
 			tok, _, err := boottoken.Mint(n.key, mac, time.Now(), boottoken.TTL)
 			return tok, err
 		},
+		JobToken: func(job string) (string, error) { return boottoken.MintJob(n.key, job) },
 		Diverged: func() error {
 			if d := n.cluster.Diverged(); d != nil {
 				return errors.New(d.String())

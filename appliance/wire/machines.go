@@ -114,6 +114,9 @@ type MachineDetail struct {
 	MachineView
 	Inventory json.RawMessage `json:"inventory,omitempty"` // an inventory.Report
 	Events    []Event         `json:"events"`
+	// Deployment is the machine's latest deploy job, while it is
+	// deploying, deployed, failed or releasing.
+	Deployment *Deployment `json:"deployment,omitempty"`
 }
 
 // MachineList is GET /api/v1/machines.

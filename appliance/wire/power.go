@@ -55,6 +55,9 @@ type Job struct {
 // JobList is GET /api/v1/machines/{id}/jobs, newest first.
 type JobList struct {
 	Jobs []Job `json:"jobs"`
+	// Deploy are the machine's deploy and release jobs, newest first.
+	Deploy []DeployJob `json:"deploy"`
+	Index  uint64      `json:"index"` // the deploy jobs' change index (?index= blocks on it)
 }
 
 // Driver is a BMC driver the appliance knows. Its JSON names are capitalised

@@ -127,7 +127,7 @@ var rules = map[string]rule{
 	"appliance/apiclient":    {why: "the API's HTTP client: speaks JSON over HTTP, a leaf"},
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/deploy", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/pgexport", "webui"},
 		tests: []string{"appliance/nodetest", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
@@ -143,6 +143,9 @@ var rules = map[string]rule{
 		"proposes raftfsm's OS commands through a cluster interface it declares",
 		imports: []string{"appliance/bootfiles", "raftfsm", "store"},
 		tests:   []string{"lab/testenv", "raftfsm/fsmtest"}},
+	"appliance/deploy": {why: "a deployment's decisions before anything is written (the disk, the cloud-init seed): pure functions of the store's records and the model",
+		imports: []string{"store", "store/inventory"},
+		tests:   []string{"lab/testenv"}},
 	"appliance/wire": {why: "the API's request and answer types, written field by field: the model's plain types and nothing else, so every client can use them",
 		imports: []string{"store/inventory"}},
 	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
@@ -152,7 +155,7 @@ var rules = map[string]rule{
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
 		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
-		tests:   []string{"appliance/nodetest", "lab/testenv", "power/ipmi/ipmitest", "store/inventory", "store/pgexport/pgtest"}},
+		tests:   []string{"appliance/nodetest", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
 	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
