@@ -112,6 +112,14 @@ type vmDeployMachine struct {
 		Disk       string    `json:"disk"`
 		PhonedHome time.Time `json:"phoned_home"`
 	} `json:"deployment"`
+	Inventory struct {
+		Disks []struct {
+			Name      string `json:"name"`
+			Serial    string `json:"serial"`
+			Transport string `json:"transport"`
+			Removable bool   `json:"removable"`
+		} `json:"disks"`
+	} `json:"inventory"`
 }
 
 func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployimage.Image) {
@@ -209,6 +217,17 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 	if err := vm.wait(2 * time.Minute); err != nil {
 		t.Fatalf("the commissioned VM did not power off: %v", err)
 	}
+	// The inventory has all three disks, the stick as USB: the disk
+	// choice sees the decoy and must pass it over.
+	if m, err := getMachine(id); err == nil {
+		got := map[string]string{}
+		for _, d := range m.Inventory.Disks {
+			got[d.Serial] = d.Transport
+		}
+		if got["RC-TARGET-1"] != "virtio" || got["RC-NVME-BIG"] != "nvme" || got["RC-USB-DECOY"] != "usb" {
+			t.Errorf("inventory disks %+v: want RC-TARGET-1 virtio, RC-NVME-BIG nvme, RC-USB-DECOY usb", m.Inventory.Disks)
+		}
+	}
 	t.Logf("%s: machine %s ready, VM off %v after power-on", fw, id, time.Since(began).Round(100*time.Millisecond))
 
 	// 2. Deploy. The CLI follows the job; the test powers the VM on.
@@ -239,16 +258,39 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 		t.Errorf("rollcall deploy -watch: %v\n%s", err, out)
 	}
 	t.Logf("rollcall deploy %s tiny -watch:\n%s", id, out)
-	waitUntil(t, 5*time.Minute, "machine "+id+" phoned home", func() bool {
+	phoned := func() bool {
 		m, err := getMachine(id)
 		return err == nil && m.Deployment != nil && !m.Deployment.PhonedHome.IsZero()
+	}
+	waitUntil(t, 5*time.Minute, "machine "+id+" phoned home", func() bool {
+		return phoned() || vm.wait(0) != context.DeadlineExceeded
 	})
+	if !phoned() {
+		t.Fatalf("the deployed VM ended (%v) without phoning home", vm.err)
+	}
 	phonedAt := time.Now()
 	if err := vm.wait(2 * time.Minute); err != nil {
 		t.Fatalf("the deployed VM did not power off after phoning home: %v", err)
 	}
-	if !strings.Contains(vm.Console(), "boots from its local disk") {
-		t.Error("the console does not show iPXE's local-disk script after the deploy")
+	// iPXE's messages go to the screen, not the serial line: ask for the
+	// script it was given (the VM booted the network first, and its disk
+	// second, so that script sent it on to the disk).
+	var script string
+	waitUntil(t, 10*time.Second, "the boot script", func() bool {
+		resp, err := n1.client.Get(n1.base + "/boot/ipxe?mac=" + mac)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		script = string(b)
+		return resp.StatusCode == http.StatusOK
+	})
+	if !strings.Contains(script, "boots from its local disk") || strings.Contains(script, "rollcall.mode=deploy") {
+		t.Errorf("the deployed machine's boot script does not send it to its disk:\n%s", script)
+	}
+	if n := strings.Count(vm.Console(), "Linux version "); n != 2 {
+		t.Errorf("the deploy VM booted Linux %d times, want 2 (the agent, then the disk)", n)
 	}
 	if !strings.Contains(vm.Console(), `msg="phoned home"`) {
 		t.Error("the console does not say the tiny init phoned home")
@@ -268,13 +310,12 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 	}
 	seen := map[string]bool{}
 	var writeStart, writeEnd time.Time
-	for _, s := range job.Steps {
+	// A step keeps its last report's time (when it ended): writing began
+	// when the step before it ended.
+	for i, s := range job.Steps {
 		seen[s.Step+"/"+s.State] = true
-		if s.Step == "write" && writeStart.IsZero() {
-			writeStart = s.At
-		}
-		if s.Step == "write" && s.State == "done" {
-			writeEnd = s.At
+		if s.Step == "write" && s.State == "done" && i > 0 {
+			writeStart, writeEnd = job.Steps[i-1].At, s.At
 		}
 	}
 	for _, want := range []string{"write/done", "verify/done", "seed/done", "done/done"} {
