@@ -219,6 +219,10 @@ func TestFilterAndStates(t *testing.T) {
 	s.waitFor("state commissioning", "Machines · 2 of 9 · commissioning")
 	s.keys("s")
 	s.waitFor("state ready", "Machines · 4 of 9 · ready")
+	for _, st := range []string{"deploying", "deployed", "deploy-failed", "releasing"} {
+		s.keys("s")
+		s.waitFor("state "+st, "Machines · 0 of 9 · "+st)
+	}
 	s.keys("s")
 	s.waitFor("back to all", "Machines · 9 of 9 · all states")
 }
