@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -52,6 +53,12 @@ import (
 //
 // It prints the time from `deploy` to `deployed` and the share of it spent
 // writing (the issue's third benchmark).
+//
+// Under UEFI the reboot after the deploy goes through iPXE (its exit),
+// then OVMF's own PXE and HTTP boot entries, which fail here because the
+// host has no ipxe.efi (Debian package ipxe) for the node to serve, before
+// OVMF starts the agent's entry: that costs about three minutes between
+// deployed and the phone-home under TCG.
 func TestVMDeploy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots an emulated machine four times per firmware (several minutes)")
@@ -397,6 +404,12 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 		}
 		if !bytes.Contains(vb, utf16le(label)) {
 			t.Errorf("the OVMF variable file has no boot entry labelled %q", label)
+		}
+		// And OVMF booted the disk through it, after the network boot
+		// entries (iPXE's exit, then OVMF's own PXE and HTTP boot, which
+		// find no ipxe.efi here) failed.
+		if !regexp.MustCompile(`BdsDxe: starting Boot[0-9A-F]{4} "` + label + `"`).MatchString(vm.Console()) {
+			t.Errorf("OVMF did not boot the entry %q after the deploy", label)
 		}
 	}
 
