@@ -29,9 +29,11 @@ vet:
 unit:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-# End-to-end: real rollcall processes forming a cluster, killed and restarted.
+# End-to-end: real rollcall processes forming a cluster, killed and restarted;
+# emulated machines commissioned, deployed and released (TestVMDeploy takes
+# about ten minutes under TCG on a loaded machine).
 e2e: build image deploy-image
-	$(GO) test -count=1 -timeout 20m -tags e2e -run . ./lab/e2e/
+	$(GO) test -count=1 -timeout 40m -tags e2e -run . ./lab/e2e/
 
 # The slow end-to-end tests, not part of `make test`: a Debian root with the
 # real cloud-init (mmdebstrap from Debian's packages, a few minutes, cached

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -34,6 +35,9 @@ func collectDisks(fs sysfs, r *inventory.Report) error {
 			Transport:  transportOf(name, devPath),
 		}
 		d.Serial = firstNonEmpty(fs.str(base+"/device/serial"), fs.str(base+"/serial"), vpdSerial(fs.str(base+"/device/vpd_pg80")))
+		if d.Serial == "" && d.Transport == "usb" {
+			d.Serial = usbSerial(fs, devPath)
+		}
 		d.WWN = wwnOf(firstNonEmpty(fs.str(base+"/wwid"), fs.str(base+"/device/wwid")))
 		d.ReadOnly = fs.int(base+"/ro", 0) == 1
 		if lbs := fs.int(base+"/queue/logical_block_size", 0); lbs >= 512 && lbs <= 64<<10 {
@@ -43,6 +47,18 @@ func collectDisks(fs sysfs, r *inventory.Report) error {
 		r.Disks = append(r.Disks, d)
 	}
 	return nil
+}
+
+// usbSerial is a USB disk's serial number: the iSerial string of the USB
+// device it hangs off (the nearest ancestor of its SCSI device with an
+// idVendor file), which the kernel shows in that device's serial file.
+func usbSerial(fs sysfs, devPath string) string {
+	for p := devPath; p != "" && p != "/" && p != "."; p = filepath.Dir(p) {
+		if fs.exists(p + "/idVendor") {
+			return strings.TrimSpace(fs.str(p + "/serial"))
+		}
+	}
+	return ""
 }
 
 // transportOf tells the bus from the device's sysfs path: SATA disks hang

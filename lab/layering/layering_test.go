@@ -172,7 +172,7 @@ var rules = map[string]rule{
 	"images/initramfs":           {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
 	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
 	"lab/layering":               {why: "this test: reads the module through go list"},
-	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/testenv"}},
+	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/deployimage/gpt", "lab/testenv"}},
 	"lab/deployimage": {why: "builds the deploy tests' disk images from Debian's kernel (as the commissioning image) and tinyinit",
 		imports: []string{"images/debkernel", "images/initramfs", "lab/deployimage/gpt"},
 		tests:   []string{"lab/testenv"}},

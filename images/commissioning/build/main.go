@@ -33,7 +33,9 @@ import (
 // host's IPMI interface (/dev/ipmi0) and the TPM; for deploy mode, loop
 // devices and the file systems of the root it writes (ext4 asks for crc32c
 // through modprobe, which the image lacks: load crc32c_generic up front),
-// and efivarfs for the UEFI boot entry (a module in Debian's kernel).
+// and efivarfs for the UEFI boot entry (a module in Debian's kernel); USB
+// mass storage (xHCI), so that the inventory lists USB sticks and the
+// deploy disk choice can refuse them.
 // Their dependencies come along from modules.dep.
 var defaultModules = []string{
 	"virtio_net", "virtio_blk", "virtio_pci", "virtio_scsi",
@@ -42,6 +44,7 @@ var defaultModules = []string{
 	"ipmi_msghandler", "ipmi_si", "ipmi_devintf",
 	"tpm_tis", "tpm_crb",
 	"loop", "ext4", "xfs", "crc32c_generic", "efivarfs",
+	"xhci_pci", "usb_storage",
 }
 
 func main() {

@@ -16,6 +16,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -152,7 +154,9 @@ func run(log *slog.Logger) ([]string, error) {
 		return report, fmt.Errorf("network (NICs %v): %w", nics, err)
 	}
 	log.Info("network up", "leases", len(leases))
-	status, err := post(url, form, ph.Tries, log)
+	roots, n := trustAnchors(log)
+	report = append(report, fmt.Sprintf("trust anchors: %d", n))
+	status, err := post(url, form, ph.Tries, roots, log)
 	if err != nil {
 		return append(report, "phone-home: failed"), err
 	}
@@ -332,10 +336,38 @@ func hostKeys(host string, log *slog.Logger) (map[string]string, error) {
 	return keys, nil
 }
 
+// The trust anchors the deploy agent writes (Debian's, RHEL's), which a
+// real image activates with update-ca-certificates or update-ca-trust.
+var anchorGlobs = []string{"usr/local/share/ca-certificates/*.crt", "etc/pki/ca-trust/source/anchors/*.pem"}
+
+// trustAnchors is the pool phone home trusts, as a real image's would be
+// after it activated its anchors: the certificates found in the root's
+// trust anchor directories (a phone_home URL on the cluster's HTTPS port
+// is signed by the cluster CA the agent put there), and how many there
+// were. Unreadable files are logged and skipped.
+func trustAnchors(log *slog.Logger) (*x509.CertPool, int) {
+	pool := x509.NewCertPool()
+	n := 0
+	for _, g := range anchorGlobs {
+		files, _ := filepath.Glob(filepath.Join(sysroot, g))
+		for _, f := range files {
+			b, err := readBounded(f)
+			if err == nil && pool.AppendCertsFromPEM(b) {
+				n++
+				continue
+			}
+			log.Warn("trust anchor skipped", "file", f, "err", err)
+		}
+	}
+	log.Info("trust anchors", "count", n)
+	return pool, n
+}
+
 // post sends the form as cloud-init's url_helper does: tries times, 3 s
 // apart, until a 2xx.
-func post(url string, form map[string][]string, tries int, log *slog.Logger) (string, error) {
-	client := &http.Client{Timeout: 10 * time.Second}
+func post(url string, form map[string][]string, tries int, roots *x509.CertPool, log *slog.Logger) (string, error) {
+	client := &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	var last error
 	for i := range tries {
 		if i > 0 {
