@@ -32,7 +32,12 @@ type Seed struct {
 	// PhoneHome is the URL cloud-init's phone_home posts to
 	// (<server>/api/v1/phone-home/<token>).
 	PhoneHome string
-	UserData  store.JobUserData
+	// CAPEM is the cluster's CA certificate: cloud-init's ca_certs adds it
+	// to the system's trust store before phone_home posts to the
+	// appliance's HTTPS (the agent's copy in the anchor directories is
+	// only read once update-ca-certificates or update-ca-trust runs).
+	CAPEM    string
+	UserData store.JobUserData
 	// Tags are the fragments of the machine's tags, in the order they are
 	// appended (TagFragments).
 	Tags []Fragment
@@ -228,6 +233,12 @@ func cloudConfig(s Seed) string {
 		b.WriteString("packages:\n")
 		for _, p := range s.UserData.Packages {
 			fmt.Fprintf(&b, "  - %s\n", yamlString(p))
+		}
+	}
+	if pem := strings.TrimSpace(s.CAPEM); pem != "" {
+		b.WriteString("ca_certs:\n  trusted:\n    - |\n")
+		for _, line := range strings.Split(pem, "\n") {
+			fmt.Fprintf(&b, "      %s\n", strings.TrimRight(line, "\r"))
 		}
 	}
 	if s.PhoneHome != "" {

@@ -21,6 +21,9 @@ const (
 	rsaKey = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 ops \"laptop\""
 )
 
+// testCA stands for the cluster's CA certificate (its text is not parsed).
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIRAJollcallTestCAAAAAAAAAAAwCgYIKoZIzj0EAwIw\nEjEQMA4GA1UEAxMHcm9sbGNhbGwwHhcNMjYxMjAyMDAwMDAwWhcNMzYxMjAyMDAw\n-----END CERTIFICATE-----\n"
+
 // The tags of the spec's example: a manual rack tag without a fragment,
 // a manual burn-in tag with a script, and the gpu rule tag with packages.
 var testTags = map[string]store.Tag{
@@ -39,6 +42,7 @@ func seedCases() map[string]Seed {
 	full.UserData = store.JobUserData{SSHKeys: []string{edKey, rsaKey}, Packages: []string{"htop", "nvme-cli"}, Upgrade: true,
 		Operator: "#cloud-config\npackages: [jq]\nwrite_files:\n  - path: /etc/motd\n    content: deployed by rollcall\n"}
 	full.Tags = TagFragments(m, testTags)
+	full.CAPEM = testCA
 	script := base
 	script.UserData.Operator = "#!/bin/bash\necho hello > /root/hello\n"
 	mimeOp := base
@@ -148,6 +152,9 @@ func TestUserDataCloudInitMerges(t *testing.T) {
 	ph := m.Config["phone_home"].(map[string]any)
 	if ph["url"] != cases["full"].PhoneHome || ph["post"] != "all" {
 		t.Errorf("phone_home %v", ph)
+	}
+	if ca, ok := m.Config["ca_certs"].(map[string]any); !ok || len(ca["trusted"].([]any)) != 1 || ca["trusted"].([]any)[0] != testCA {
+		t.Errorf("ca_certs %v, want the cluster CA as one trusted certificate", m.Config["ca_certs"])
 	}
 	if _, ok := m.Config["write_files"]; !ok || m.Config["runcmd"] == nil {
 		t.Errorf("the tag's runcmd or the operator's write_files is lost: %v", m.Config)

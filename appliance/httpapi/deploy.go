@@ -356,7 +356,7 @@ func (s *Server) getJobSelf(c *gin.Context) error {
 		}
 		ud, err := deploy.UserData(deploy.Seed{
 			JobID: j.ID, Hostname: j.Hostname, FQDN: j.FQDN, PhoneHome: serverBase(c) + "/api/v1/phone-home/" + url.PathEscape(tok),
-			UserData: j.UserData, Tags: deploy.TagFragments(m, tags),
+			CAPEM: string(s.cfg.CAPEM), UserData: j.UserData, Tags: deploy.TagFragments(m, tags),
 		})
 		if err != nil {
 			// A tag's fragment refused by the seed (store.CheckTag lets
