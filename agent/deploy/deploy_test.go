@@ -278,6 +278,9 @@ func checkBootEntry(t *testing.T, dir string, res *Result, b *builtImage) {
 	if !bytes.Equal(order, []byte{0, 0, 1, 0, 2, 0}) {
 		t.Errorf("BootOrder % x, want 0000 (PXE) 0001 (ours) 0002", order)
 	}
+	if _, next, err := v.read("BootNext"); err != nil || string(next) != "\x01\x00" {
+		t.Errorf("BootNext % x, %v: want 0001 (ours, next boot only)", next, err)
+	}
 }
 
 func TestDeployFailures(t *testing.T) {

@@ -279,7 +279,8 @@ func clearImmutable(path string) {
 // SetBootEntry writes a Boot#### entry for loader on the ESP p with the
 // given description into the efivarfs directory dir: entries with the same
 // description are removed first, and BootOrder becomes the network boot
-// entries, then the new one, then the rest. It returns the entry's number.
+// entries, then the new one, then the rest; BootNext is the new one, for
+// the next boot only. It returns the entry's number.
 func SetBootEntry(dir, description string, p Partition, loader string, log *slog.Logger) (uint16, error) {
 	v := efiVars{dir: dir, log: log}
 	opt, err := EncodeLoadOption(description, p, loader)
@@ -356,6 +357,14 @@ func SetBootEntry(dir, description string, p Partition, loader string, log *slog
 		ob = binary.LittleEndian.AppendUint16(ob, n)
 	}
 	if err := v.write("BootOrder", ob); err != nil {
+		return 0, err
+	}
+	// BootNext sends the reboot that follows straight to the installed
+	// loader: with network boot first in BootOrder, a UEFI firmware would
+	// otherwise try every network entry (PXE and HTTP, IPv4 and IPv6) in
+	// turn, each answered "boot from your disk", before it reaches ours.
+	// Later boots keep the network first, so a redeploy needs no hands.
+	if err := v.write("BootNext", binary.LittleEndian.AppendUint16(nil, num)); err != nil {
 		return 0, err
 	}
 	log.Info("UEFI boot entry", "entry", fmt.Sprintf("Boot%04X", num), "loader", loader, "removed", len(removed), "order", fmtOrder(newOrder))
