@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,8 +99,10 @@ func deployDebian(t *testing.T, fw vmFirmware, kernel, initrd string, img *deplo
 	if n := strings.Count(console, "Linux version "); n != 2 {
 		t.Errorf("the deploy VM booted Linux %d times, want 2 (the agent, then Debian from its disk)", n)
 	}
-	if !strings.Contains(console, "rollcall e2e-full done") {
-		t.Error("the console does not show cloud-init's power_state message")
+	// cloud-init's final_message goes to /dev/console (ttyS0) when its
+	// final stage ends, just before power_state_change.
+	if !regexp.MustCompile(`Cloud-init v\. \S+ finished at`).MatchString(console) {
+		t.Errorf("the console does not show cloud-init's final message:\n%s", tailString(console, 4096))
 	}
 
 	job, _ := latestJob(n1, lab.id, "deploy")
@@ -166,6 +169,12 @@ func deployDebian(t *testing.T, fw vmFirmware, kernel, initrd string, img *deplo
 	for _, n := range names {
 		if !strings.Contains(eni, "iface "+n+" ") {
 			t.Errorf("cloud-init's ifupdown config has no iface %s (network-config not applied):\n--- network-config\n%s\n--- 50-cloud-init\n%s", n, netcfg, eni)
+		}
+	}
+	// A static address the plan gave (DHCP has none) is ifupdown's.
+	for _, a := range regexp.MustCompile(`"([0-9.]+)/[0-9]+"`).FindAllStringSubmatch(netcfg, -1) {
+		if !strings.Contains(eni, "address "+a[1]) {
+			t.Errorf("cloud-init's ifupdown config lacks the address %s of the network-config:\n%s", a[1], eni)
 		}
 	}
 	checkUntouched(t, decoy, decoySum, second)
