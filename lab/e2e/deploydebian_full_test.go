@@ -171,8 +171,9 @@ func deployDebian(t *testing.T, fw vmFirmware, kernel, initrd string, img *deplo
 			t.Errorf("cloud-init's ifupdown config has no iface %s (network-config not applied):\n--- network-config\n%s\n--- 50-cloud-init\n%s", n, netcfg, eni)
 		}
 	}
-	// A static address the plan gave (DHCP has none) is ifupdown's.
-	for _, a := range regexp.MustCompile(`"([0-9.]+)/[0-9]+"`).FindAllStringSubmatch(netcfg, -1) {
+	// A static address the plan gave (DHCP has none) is ifupdown's: the
+	// items of addresses lists ("- "), not a route's to: "0.0.0.0/0".
+	for _, a := range regexp.MustCompile(`- "([0-9.]+)/[0-9]+"`).FindAllStringSubmatch(netcfg, -1) {
 		if !strings.Contains(eni, "address "+a[1]) {
 			t.Errorf("cloud-init's ifupdown config lacks the address %s of the network-config:\n%s", a[1], eni)
 		}
