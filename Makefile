@@ -38,7 +38,7 @@ e2e: build image deploy-image
 # The slow end-to-end tests, not part of `make test`: a Debian root with the
 # real cloud-init (mmdebstrap from Debian's packages, a few minutes, cached
 # in bin/deploy-image) deployed and booted under SeaBIOS and OVMF.
-E2E_FULL_RUN ?= Debian
+E2E_FULL_RUN ?= TestDeployDebianCloudInit|TestDeployDebianViaRollcall
 e2e-full: build image deploy-image
 	$(GO) run ./lab/deployimage/cmd/deploy-image -debian -out bin/deploy-image/debian
 	$(GO) test -count=1 -timeout 60m -tags e2e,e2e_full -run '$(E2E_FULL_RUN)' -v ./lab/e2e/

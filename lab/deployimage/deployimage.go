@@ -258,15 +258,24 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// cached returns the image in dir when a complete one is there.
+// cached returns the image in dir when a complete one is there. Its
+// files are dir's, whatever image.json says: a cache copied from another
+// checkout (or worktree) names the files where it was built.
 func cached(dir string) (*Image, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, "image.json"))
 	if err != nil {
 		return nil, false
 	}
 	var img Image
-	if json.Unmarshal(b, &img) != nil {
+	if json.Unmarshal(b, &img) != nil || img.Path == "" {
 		return nil, false
+	}
+	img.Path = filepath.Join(dir, filepath.Base(img.Path))
+	if img.QCOW2 != "" {
+		img.QCOW2 = filepath.Join(dir, filepath.Base(img.QCOW2))
+		if _, err := os.Stat(img.QCOW2); err != nil {
+			return nil, false
+		}
 	}
 	if _, err := os.Stat(img.Path); err != nil {
 		return nil, false

@@ -161,3 +161,33 @@ func TestXFSProto(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A cache directory copied from elsewhere (another worktree) is found with
+// its own files, not the ones its image.json names; one missing a file is
+// not a cache.
+func TestCachedRelocated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "debian-x-0123")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j := `{"Path": "/elsewhere/bin/deploy-image/debian-x-0123/disk.raw", "QCOW2": "/elsewhere/bin/deploy-image/debian-x-0123/disk.qcow2", "Key": "0123"}`
+	if err := os.WriteFile(filepath.Join(dir, "image.json"), []byte(j), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "disk.raw"), []byte("raw"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if img, ok := cached(dir); ok {
+		t.Fatalf("a cache without its qcow2 was taken: %+v", img)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "disk.qcow2"), []byte("qcow2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, ok := cached(dir)
+	if !ok {
+		t.Fatal("the copied cache was not found")
+	}
+	if img.Path != filepath.Join(dir, "disk.raw") || img.QCOW2 != filepath.Join(dir, "disk.qcow2") || !img.Cached || img.Key != "0123" {
+		t.Errorf("cached = %+v, want the files in %s", img, dir)
+	}
+}

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -64,19 +62,10 @@ func TestVMDeploy(t *testing.T) {
 		t.Skip("boots an emulated machine four times per firmware (several minutes)")
 	}
 	needDeployVM(t, fwBIOS, fwUEFI)
-	testenv.NeedFile(t, "/dev/net/tun (tap devices)", "/dev/net/tun")
-	testenv.NeedFile(t, "QEMU's e1000 iPXE ROM (Debian package ipxe-qemu)", "/usr/lib/ipxe/qemu/pxe-e1000.rom", "/usr/share/qemu/pxe-e1000.rom")
 	testenv.NeedTool(t, "debugfs", "sgdisk", "mkfs.ext4", "mkfs.vfat", "mmd", "mcopy", "grub-mkimage", "grub-mkstandalone", "cp", "zstd", "qemu-img")
 	testenv.NeedFile(t, "GRUB for BIOS (Debian package grub-pc-bin)", "/usr/lib/grub/i386-pc/boot.img")
 	testenv.NeedFile(t, "GRUB for UEFI (Debian package grub-efi-amd64-bin)", "/usr/lib/grub/x86_64-efi/linux.mod")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	kernel, initrd := filepath.Join(root, "bin", "image", "vmlinuz"), filepath.Join(root, "bin", "image", "initrd.img")
-	for _, f := range []string{kernel, initrd} {
-		if _, err := os.Stat(f); err != nil {
-			testenv.Skip(t, "needs the commissioning image: run `make image` (%v)", err)
-		}
-	}
+	kernel, initrd := commissioningImage(t)
 	img := buildDeployImage(t, deployimage.Options{})
 	for _, fw := range []vmFirmware{fwBIOS, fwUEFI} {
 		t.Run(string(fw), func(t *testing.T) { vmDeploy(t, fw, kernel, initrd, img) })
@@ -102,6 +91,7 @@ type vmDeployJob struct {
 	Created    time.Time `json:"created"`
 	Finished   time.Time `json:"finished"`
 	PhonedHome time.Time `json:"phoned_home"`
+	PhoneHost  string    `json:"phone_host"`
 	Steps      []struct {
 		Step, State, Message string
 		At                   time.Time
@@ -130,37 +120,7 @@ type vmDeployMachine struct {
 }
 
 func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployimage.Image) {
-	var b [5]byte
-	rand.Read(b[:])
-	sfx := hex.EncodeToString(b[:3])
-	ns := newLabNS(t, "rc-dep-"+sfx)
-	br, tap := "rcb"+sfx, "rct"+sfx
-	octet := 20 + int(b[3])%200
-	cidr := fmt.Sprintf("10.217.%d.0/24", octet)
-	link := fmt.Sprintf("10.217.%d.1", octet)
-	ns.ip(t, "link", "add", br, "type", "bridge")
-	ns.ip(t, "tuntap", "add", "dev", tap, "mode", "tap")
-	ns.ip(t, "link", "set", tap, "master", br)
-	ns.ip(t, "link", "set", tap, "up")
-	ns.ip(t, "addr", "add", link+"/24", "dev", br)
-	ns.ip(t, "link", "set", br, "up")
-
 	dir := t.TempDir()
-	data := filepath.Join(dir, "n1")
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"commission_append": "console=ttyS0"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	n1 := startLabNode(t, ns, "n1", data, link+":8080", "-https", link+":8443", "-tftp", link+":69", "-raft", "127.0.0.1:8300")
-	n1.cli(t, "fabric", "add", "lab")
-	n1.cli(t, "vlan", "add", "-dhcp", "-node", "n1", "-iface", br, "lab", "0")
-	n1.cli(t, "subnet", "add", "-fabric", "lab", "-vid", "0", "-purpose", "provisioning", "-gateway", link, cidr)
-	n1.cli(t, "range", "add", cidr, "dynamic", fmt.Sprintf("10.217.%d.10", octet), fmt.Sprintf("10.217.%d.199", octet))
-	n1.cli(t, "image", "import", "-kernel", kernel, "-initrd", initrd, "commissioning")
-	t.Logf("os import: %s", n1.cli(t, "os", "import", "tiny", img.Path))
-
 	// The disks: the target (the smallest non-removable disk that fits),
 	// a bigger second one, and a USB stick between the two in size that
 	// would fit the image (the agent must never choose it).
@@ -172,110 +132,22 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 		t.Fatal(err)
 	}
 	decoySum := fileSum(t, decoy)
-	mac := fmt.Sprintf("52:54:00:%02x:%02x:%02x", b[0], b[1], b[4]&0xfe)
-	var u [16]byte
-	rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	h := hex.EncodeToString(u[:])
-	uuid := h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-	opts := deployVMOptions{Firmware: fw, Tap: tap, MAC: mac, NetBoot: true, MemMiB: 1024,
-		Serial: "RC-DEPLOY-" + strings.ToUpper(string(fw)), UUID: uuid,
-		Disks: []vmDisk{
-			{Path: target, Bus: "virtio", Serial: "RC-TARGET-1", Boot: true},
-			{Path: second, Bus: "nvme", Serial: "RC-NVME-BIG"},
-			{Path: decoy, Bus: "usb", Serial: "RC-USB-DECOY"},
-		}}
-	getMachine := func(id string) (vmDeployMachine, error) {
-		var m vmDeployMachine
-		_, err := n1.call(n1.token, http.MethodGet, "/api/v1/machines/"+id, nil, &m)
-		return m, err
-	}
-	// boot runs the VM until it powers off (or reboots, without Reboot),
-	// failing the test when it does not within limit.
-	boot := func(name string, reboot bool, limit time.Duration, vars string) *deployVM {
-		o := opts
-		o.Name, o.Reboot, o.Limit, o.Vars = string(fw)+"-"+name, reboot, limit, vars
-		return startDeployVM(t, ns, o)
-	}
+	lab := newDeployLab(t, fw, dir, kernel, initrd, 1024, []vmDisk{
+		{Path: target, Bus: "virtio", Serial: "RC-TARGET-1", Boot: true},
+		{Path: second, Bus: "nvme", Serial: "RC-NVME-BIG"},
+		{Path: decoy, Bus: "usb", Serial: "RC-USB-DECOY"},
+	})
+	n1, id, mac := lab.n1, "", lab.opts.MAC
+	t.Logf("os import: %s", n1.cli(t, "os", "import", "tiny", img.Path))
 
 	// 1. Commissioning: unknown → ready, then the agent powers it off.
-	began := time.Now()
-	vm := boot("commission", false, 6*time.Minute, "")
-	vars := vm.Vars
-	var id string
-	waitUntil(t, 6*time.Minute, "the VM commissioned (ready)", func() bool {
-		var list struct {
-			Machines []vmDeployMachine `json:"machines"`
-		}
-		if _, err := n1.call(n1.token, http.MethodGet, "/api/v1/machines", nil, &list); err == nil {
-			for _, m := range list.Machines {
-				if strings.EqualFold(m.SystemUUID, uuid) {
-					id = m.ID
-					return m.State == "ready"
-				}
-			}
-		}
-		return vm.done
-	})
-	if m, _ := getMachine(id); m.State != "ready" {
-		t.Fatalf("machine %q is %q after commissioning, want ready (qemu: %v)", id, m.State, vm.err)
-	}
-	if err := vm.wait(2 * time.Minute); err != nil {
-		t.Fatalf("the commissioned VM did not power off: %v", err)
-	}
-	// The inventory has all three disks, the stick as USB: the disk
-	// choice sees the decoy and must pass it over.
-	if m, err := getMachine(id); err == nil {
-		got := map[string]string{}
-		for _, d := range m.Inventory.Disks {
-			got[d.Serial] = d.Transport
-		}
-		if got["RC-TARGET-1"] != "virtio" || got["RC-NVME-BIG"] != "nvme" || got["RC-USB-DECOY"] != "usb" {
-			t.Errorf("inventory disks %+v: want RC-TARGET-1 virtio, RC-NVME-BIG nvme, RC-USB-DECOY usb", m.Inventory.Disks)
-		}
-	}
-	t.Logf("%s: machine %s ready, VM off %v after power-on", fw, id, time.Since(began).Round(100*time.Millisecond))
+	lab.commission(t)
+	id = lab.id
 
 	// 2. Deploy. The CLI follows the job; the test powers the VM on.
-	deployCLI := runCLIAsync(n1, "deploy", id, "tiny", "-watch")
-	deployAt := time.Now()
-	var job vmDeployJob
-	waitUntil(t, 30*time.Second, "a deploy job", func() bool {
-		j, ok := latestJob(n1, id, "deploy")
-		job = j
-		return ok
-	})
-	vm = boot("deploy", true, 8*time.Minute, vars)
-	var deployedAt time.Time
-	waitUntil(t, 8*time.Minute, "machine "+id+" deployed", func() bool {
-		m, err := getMachine(id)
-		if err == nil && m.State == "deployed" {
-			deployedAt = time.Now()
-			return true
-		}
-		if err == nil && (m.State == "deploy-failed" || m.State == "ready") {
-			j, _ := latestJob(n1, id, "deploy")
-			t.Fatalf("machine %s is %s: job %s %s: %s", id, m.State, j.ID, j.State, j.Error)
-		}
-		return false
-	})
-	out, err := deployCLI.wait(time.Minute)
-	if err != nil {
-		t.Errorf("rollcall deploy -watch: %v\n%s", err, out)
-	}
-	t.Logf("rollcall deploy %s tiny -watch:\n%s", id, out)
-	phoned := func() bool {
-		m, err := getMachine(id)
-		return err == nil && m.Deployment != nil && !m.Deployment.PhonedHome.IsZero()
-	}
-	waitUntil(t, 5*time.Minute, "machine "+id+" phoned home", func() bool {
-		return phoned() || vm.wait(0) != context.DeadlineExceeded
-	})
-	if !phoned() {
-		t.Fatalf("the deployed VM ended (%v) without phoning home", vm.err)
-	}
-	phonedAt := time.Now()
+	run := lab.deploy(t, 8*time.Minute, "tiny")
+	vm, deployAt, deployedAt := run.vm, run.at, run.deployedAt
+	phonedAt := lab.waitPhonedHome(t, vm, 5*time.Minute)
 	if err := vm.wait(2 * time.Minute); err != nil {
 		t.Fatalf("the deployed VM did not power off after phoning home: %v", err)
 	}
@@ -304,8 +176,8 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 	}
 
 	// 3. The records.
-	job, _ = latestJob(n1, id, "deploy")
-	m, err := getMachine(id)
+	job, _ := latestJob(n1, id, "deploy")
+	m, err := lab.machine()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,26 +187,8 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 	if job.State != "done" || job.Disk.Serial != "RC-TARGET-1" || job.Image == nil {
 		t.Fatalf("deploy job %+v: want done on the disk with serial RC-TARGET-1", job)
 	}
-	seen := map[string]bool{}
-	var writeStart, writeEnd time.Time
-	// A step keeps its last report's time (when it ended): writing began
-	// when the step before it ended.
-	for i, s := range job.Steps {
-		seen[s.Step+"/"+s.State] = true
-		if s.Step == "write" && s.State == "done" && i > 0 {
-			writeStart, writeEnd = job.Steps[i-1].At, s.At
-		}
-	}
-	for _, want := range []string{"write/done", "verify/done", "seed/done", "done/done"} {
-		if !seen[want] {
-			t.Errorf("the job's steps lack %s: %+v", want, job.Steps)
-		}
-	}
-	if fw == fwUEFI && !seen["efi/done"] {
-		t.Errorf("UEFI: the job's steps lack efi/done: %+v", job.Steps)
-	}
+	writing := checkJobSteps(t, fw, job)
 	total := deployedAt.Sub(deployAt)
-	writing := writeEnd.Sub(writeStart)
 	share := 0.0
 	if total > 0 {
 		share = 100 * writing.Seconds() / total.Seconds()
@@ -351,41 +205,9 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 	if job.Image.RawSHA256 != rawSum {
 		t.Errorf("the job's raw_sha256 %s is not the image file's %s", job.Image.RawSHA256, rawSum)
 	}
-	imgT, tgtT := readTable(t, img.Path), readTable(t, target)
-	regions := [][2]int64{{0, 440}, {2 * 512, 32 * 512}} // MBR boot code, the entry array
-	for _, p := range imgT.Partitions {
-		if p.Type == gpt.TypeBIOSBoot || p.Type == gpt.TypeESP {
-			regions = append(regions, [2]int64{p.Offset(512), p.Size(512)})
-		}
-	}
-	if len(regions) != 4 {
-		t.Fatalf("the image has no BIOS boot and ESP partitions: %+v", imgT.Partitions)
-	}
-	for _, r := range regions {
-		if a, b := rangeSum(t, img.Path, r[0], r[1]), rangeSum(t, target, r[0], r[1]); a != b {
-			t.Errorf("target bytes [%d, +%d) differ from the image's", r[0], r[1])
-		}
-	}
-	if len(tgtT.Partitions) != len(imgT.Partitions) {
-		t.Errorf("target partitions %+v, image's %+v", tgtT.Partitions, imgT.Partitions)
-	}
-	if !hasBackupGPTAtEnd(t, target) {
-		t.Error("the target's backup GPT header is not in its last sector")
-	}
+	checkTargetLayout(t, img.Path, target)
 	ctx := t.Context()
-	for _, name := range []string{"meta-data", "user-data", "network-config"} {
-		b, err := deployimage.ReadFile(ctx, target, deployimage.SeedDir+"/"+name)
-		if err != nil || len(b) == 0 {
-			t.Errorf("seed %s: %q, %v", name, b, err)
-		}
-	}
-	if ud, err := deployimage.ReadFile(ctx, target, deployimage.SeedDir+"/user-data"); err == nil &&
-		!strings.Contains(string(ud), "/api/v1/phone-home/") {
-		t.Errorf("user-data has no phone_home to the node:\n%s", ud)
-	}
-	if md, err := deployimage.ReadFile(ctx, target, deployimage.SeedDir+"/meta-data"); err == nil && !strings.Contains(string(md), job.ID) && !strings.Contains(string(md), id) {
-		t.Errorf("meta-data names neither the job %s nor the machine %s:\n%s", job.ID, id, md)
-	}
+	checkSeed(t, target, id, job.ID)
 	marker, err := deployimage.ReadFile(ctx, target, deployimage.MarkerPath)
 	if err != nil {
 		t.Fatal(err)
@@ -397,55 +219,103 @@ func vmDeploy(t *testing.T, fw vmFirmware, kernel, initrd string, img *deployima
 	}
 	checkUntouched(t, decoy, decoySum, second)
 	if fw == fwUEFI {
-		label := "rollcall tiny"
-		vb, err := os.ReadFile(vars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(vb, utf16le(label)) {
-			t.Errorf("the OVMF variable file has no boot entry labelled %q", label)
-		}
-		// And OVMF booted the disk through it, after the network boot
-		// entries (iPXE's exit, then OVMF's own PXE and HTTP boot, which
-		// find no ipxe.efi here) failed.
-		if !regexp.MustCompile(`BdsDxe: starting Boot[0-9A-F]{4} "` + label + `"`).MatchString(vm.Console()) {
-			t.Errorf("OVMF did not boot the entry %q after the deploy", label)
-		}
+		checkEFIEntry(t, lab.vars, vm, "rollcall tiny")
 	}
 
 	// 4. Release: the VM boots the agent again, which wipes the disk and
 	// reboots (which ends QEMU).
-	releaseCLI := runCLIAsync(n1, "release", id, "-watch")
-	waitUntil(t, 30*time.Second, "a release job", func() bool {
-		_, ok := latestJob(n1, id, "release")
-		return ok
-	})
-	releaseAt := time.Now()
-	vm = boot("release", false, 6*time.Minute, vars)
-	waitUntil(t, 6*time.Minute, "machine "+id+" ready after release", func() bool {
-		m, err := getMachine(id)
-		return err == nil && m.State == "ready"
-	})
-	readyAfter := time.Since(releaseAt)
-	out, err = releaseCLI.wait(time.Minute)
-	if err != nil {
-		t.Errorf("rollcall release -watch: %v\n%s", err, out)
-	}
-	if err := vm.wait(2 * time.Minute); err != nil {
-		t.Errorf("the released VM did not reboot (end QEMU): %v", err)
-	}
-	rel, _ := latestJob(n1, id, "release")
-	if rel.State != "done" {
-		t.Errorf("release job %+v, want done", rel)
-	}
-	if _, err := gpt.Read(openFile(t, target), 512); !errors.Is(err, gpt.ErrNoTable) {
-		t.Errorf("after release the target still has a partition table (read: %v)", err)
-	}
-	if hasBackupGPTAtEnd(t, target) {
-		t.Error("after release the target still has a backup GPT header in its last sector")
-	}
+	lab.release(t, target)
 	checkUntouched(t, decoy, decoySum, second)
-	t.Logf("%s: release → ready %v", fw, readyAfter.Round(100*time.Millisecond))
+}
+
+// checkJobSteps: the deploy job lists the steps every deploy has (and
+// efi under UEFI); it returns how long writing took (a step keeps its last
+// report's time, when it ended: writing began when the step before it
+// ended).
+func checkJobSteps(t *testing.T, fw vmFirmware, job vmDeployJob) (writing time.Duration) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, s := range job.Steps {
+		seen[s.Step+"/"+s.State] = true
+		if s.Step == "write" && s.State == "done" && i > 0 {
+			writing = s.At.Sub(job.Steps[i-1].At)
+		}
+	}
+	for _, want := range []string{"write/done", "verify/done", "seed/done", "done/done"} {
+		if !seen[want] {
+			t.Errorf("the job's steps lack %s: %+v", want, job.Steps)
+		}
+	}
+	if fw == fwUEFI && !seen["efi/done"] {
+		t.Errorf("UEFI: the job's steps lack efi/done: %+v", job.Steps)
+	}
+	return writing
+}
+
+// checkTargetLayout: the target holds the image's boot code, partition
+// entries, BIOS boot partition and ESP byte for byte, and its backup GPT
+// moved to its own last sector.
+func checkTargetLayout(t *testing.T, image, target string) {
+	t.Helper()
+	imgT, tgtT := readTable(t, image), readTable(t, target)
+	regions := [][2]int64{{0, 440}, {2 * 512, 32 * 512}} // MBR boot code, the entry array
+	for _, p := range imgT.Partitions {
+		if p.Type == gpt.TypeBIOSBoot || p.Type == gpt.TypeESP {
+			regions = append(regions, [2]int64{p.Offset(512), p.Size(512)})
+		}
+	}
+	if len(regions) != 4 {
+		t.Fatalf("the image has no BIOS boot and ESP partitions: %+v", imgT.Partitions)
+	}
+	for _, r := range regions {
+		if a, b := rangeSum(t, image, r[0], r[1]), rangeSum(t, target, r[0], r[1]); a != b {
+			t.Errorf("target bytes [%d, +%d) differ from the image's", r[0], r[1])
+		}
+	}
+	if len(tgtT.Partitions) != len(imgT.Partitions) {
+		t.Errorf("target partitions %+v, image's %+v", tgtT.Partitions, imgT.Partitions)
+	}
+	if !hasBackupGPTAtEnd(t, target) {
+		t.Error("the target's backup GPT header is not in its last sector")
+	}
+}
+
+// checkSeed: the agent wrote the NoCloud seed into the target's root;
+// user-data phones home to the node, meta-data names the job or machine.
+func checkSeed(t *testing.T, target, machine, job string) {
+	t.Helper()
+	ctx := t.Context()
+	for _, name := range []string{"meta-data", "user-data", "network-config"} {
+		b, err := deployimage.ReadFile(ctx, target, deployimage.SeedDir+"/"+name)
+		if err != nil || len(b) == 0 {
+			t.Errorf("seed %s: %q, %v", name, b, err)
+		}
+	}
+	if ud, err := deployimage.ReadFile(ctx, target, deployimage.SeedDir+"/user-data"); err == nil &&
+		!strings.Contains(string(ud), "/api/v1/phone-home/") {
+		t.Errorf("user-data has no phone_home to the node:\n%s", ud)
+	}
+	if md, err := deployimage.ReadFile(ctx, target, deployimage.SeedDir+"/meta-data"); err == nil && !strings.Contains(string(md), job) && !strings.Contains(string(md), machine) {
+		t.Errorf("meta-data names neither the job %s nor the machine %s:\n%s", job, machine, md)
+	}
+}
+
+// checkEFIEntry: the OVMF variable file holds a boot entry labelled
+// label, and OVMF booted the disk through it, after the network boot
+// entries (iPXE's exit, then OVMF's own PXE and HTTP boot, which find no
+// ipxe.efi here) failed.
+func checkEFIEntry(t *testing.T, vars string, vm *deployVM, label string) {
+	t.Helper()
+	vb, err := os.ReadFile(vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(vb, utf16le(label)) {
+		t.Errorf("the OVMF variable file has no boot entry labelled %q", label)
+	}
+	if !regexp.MustCompile(`BdsDxe: starting Boot[0-9A-F]{4} "` + regexp.QuoteMeta(label) + `"`).MatchString(vm.Console()) {
+		t.Errorf("OVMF did not boot the entry %q after the deploy", label)
+	}
 }
 
 // asyncCLI is a CLI command running in the background.
