@@ -47,6 +47,11 @@ var (
 	}
 )
 
+// ChangesInventory is the table name change log entries give a stored
+// inventory report (keyed by machine ID). The reports have no table
+// index of their own: a commission writes the machine too.
+const ChangesInventory = "inventory"
+
 // TableMachines names the machines table for TableIndex and blocking queries.
 const TableMachines = "machines"
 
@@ -431,7 +436,7 @@ func (t *Tx) PutInventory(id string, doc []byte) error {
 	if err := t.tx.Bucket(bucketInventory).Put([]byte(id), doc); err != nil {
 		return err
 	}
-	return t.logChange("inventory", id, OpPut)
+	return t.logChange(ChangesInventory, id, OpPut)
 }
 
 func machineIndexes(m Machine) []indexEntry {

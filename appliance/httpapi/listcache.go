@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +26,12 @@ import (
 type listRow struct {
 	id, name, serial, state string
 	macs, ips               []string
-	tags                    []string // manual and auto, for ?tag=
-	rack                    string   // for ?rack=
-	json                    []byte   // the MachineView as the API sends it
+	tags                    []string      // manual and auto, for ?tag=
+	rack                    string        // for ?rack=
+	m                       store.Machine // the record, decoded (tag rules read it: machinesIn)
+
+	jsonOnce sync.Once
+	json     []byte // the MachineView as the API sends it, encoded on first use
 }
 
 type listCache struct {
@@ -39,39 +43,87 @@ type listCache struct {
 }
 
 func newRow(m store.Machine) (*listRow, error) {
-	b, err := json.Marshal(wireMachine(m))
-	if err != nil {
-		return nil, err
-	}
 	return &listRow{
 		id: m.ID, name: strings.ToLower(m.Name), serial: strings.ToLower(m.Serial), state: m.State,
-		macs: m.MACs, ips: m.IPs, tags: slices.Concat(m.Tags, m.AutoTags), rack: m.Location.Rack, json: b,
+		macs: m.MACs, ips: m.IPs, tags: slices.Concat(m.Tags, m.AutoTags), rack: m.Location.Rack, m: m,
 	}, nil
+}
+
+// body is the row's JSON, encoded once, when a list first sends it: a
+// change of 10,000 machines costs their decoding when the cache catches
+// up, and their encoding only when a list wants them. A MachineView of
+// plain fields always encodes; were it not to, the row says so in place
+// of the machine rather than failing every list.
+func (r *listRow) body() []byte {
+	r.jsonOnce.Do(func() {
+		b, err := json.Marshal(wireMachine(r.m))
+		if err != nil {
+			b, _ = json.Marshal(map[string]string{"id": r.id, "error": "cannot encode: " + err.Error()})
+		}
+		r.json = b
+	})
+	return r.json
 }
 
 // snapshot returns the rows as of the store's current machines index,
 // refreshing changed rows from the change log (or everything, when the log
 // no longer reaches back far enough).
+// Warm keeps the machine list cache up to date in the background: a write
+// of many machines (a tag save, a bulk placement) is then decoded once,
+// when it lands, instead of in the next list request or tag save. The
+// node runs it as one of its supervised parts; it returns when ctx ends.
+func (s *Server) Warm(ctx context.Context) error {
+	return s.cfg.DB.Follow(ctx, []string{store.TableMachines}, 0, nil, func(context.Context) error {
+		_, _, err := s.machines.snapshot(s.cfg.DB)
+		return err
+	})
+}
+
 func (lc *listCache) snapshot(db *store.DB) ([]*listRow, uint64, error) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	err := db.View(func(tx *store.Tx) error {
-		cur := tx.TableIndex(store.TableMachines)
-		if lc.rows != nil && cur == lc.index {
-			return nil
-		}
-		if lc.rows != nil {
-			changes, err := tx.Changes(lc.index, 0)
-			if err == nil {
-				return lc.apply(tx, changes, cur)
-			}
-			if !errors.Is(err, store.ErrChangesTruncated) {
-				return err
-			}
-		}
-		return lc.rebuild(tx, cur)
-	})
+	err := db.View(lc.refresh)
 	return lc.order, lc.index, err
+}
+
+// refresh brings the rows up to tx's machines table; lc.mu is held.
+func (lc *listCache) refresh(tx *store.Tx) error {
+	cur := tx.TableIndex(store.TableMachines)
+	if lc.rows != nil && cur == lc.index {
+		return nil
+	}
+	if lc.rows != nil {
+		changes, err := tx.Changes(lc.index, 0)
+		if err == nil {
+			return lc.apply(tx, changes, cur)
+		}
+		if !errors.Is(err, store.ErrChangesTruncated) {
+			return err
+		}
+	}
+	return lc.rebuild(tx, cur)
+}
+
+// machinesIn returns every machine exactly as tx holds them, in ID order,
+// from the cache (brought up to tx first): what a tag rule's evaluation
+// reads without decoding 10,000 records. It returns nil when the cache
+// is ahead of tx (another request refreshed it from a newer view): the
+// caller reads tx itself. The records are shared: read them, never
+// change them.
+func (lc *listCache) machinesIn(tx *store.Tx) ([]store.Machine, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.rows != nil && tx.TableIndex(store.TableMachines) < lc.index {
+		return nil, nil
+	}
+	if err := lc.refresh(tx); err != nil {
+		return nil, err
+	}
+	ms := make([]store.Machine, len(lc.order))
+	for i, r := range lc.order {
+		ms[i] = r.m
+	}
+	return ms, nil
 }
 
 func (lc *listCache) rebuild(tx *store.Tx, cur uint64) error {
@@ -194,7 +246,7 @@ func (lc *listCache) fullList(db *store.DB) (*sharedAnswer, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(r.json)
+		buf.Write(r.body())
 	}
 	buf.WriteString("]}")
 	a := &sharedAnswer{index: index, body: buf.Bytes()}

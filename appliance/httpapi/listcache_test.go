@@ -63,7 +63,7 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 		var got []wire.MachineView
 		for _, r := range rows {
 			var v wire.MachineView
-			if err := json.Unmarshal(r.json, &v); err != nil {
+			if err := json.Unmarshal(r.body(), &v); err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, v)
@@ -74,5 +74,55 @@ func TestListCacheFollowsTheStore(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("step %d: cached list differs (-store +cache):\n%s", step, diff)
 		}
+	}
+}
+
+// machinesIn hands a tag rule's evaluation the machines exactly as its
+// transaction holds them, and nothing when the cache has moved past the
+// transaction (the caller then reads the transaction itself).
+func TestListCacheMachinesIn(t *testing.T) {
+	log := fsmtest.Open(t)
+	var lc listCache
+	now := time.Now().UTC()
+	for i := range 5 {
+		log.Must(t, &raftfsm.MachineCreate{ID: fmt.Sprintf("m-%012x", i+1), Name: fmt.Sprintf("n%d", i), Now: now})
+	}
+	check := func(tx *store.Tx) {
+		t.Helper()
+		got, err := lc.machinesIn(tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := tx.Machines(store.MachineFilter{})
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("machinesIn differs from the transaction (-tx +cache):\n%s", diff)
+		}
+	}
+	log.DB.View(func(tx *store.Tx) error { check(tx); return nil })
+	// An old view held open while the cache moves on.
+	old := make(chan struct{})
+	opened := make(chan struct{})
+	done := make(chan string)
+	go log.DB.View(func(tx *store.Tx) error {
+		close(opened)
+		<-old
+		ms, err := lc.machinesIn(tx)
+		want, _ := tx.Machines(store.MachineFilter{})
+		switch {
+		case err != nil:
+			done <- err.Error()
+		case ms != nil && !cmp.Equal(ms, want):
+			done <- fmt.Sprintf("an older view (%d machines) got %d from a newer cache", len(want), len(ms))
+		default:
+			done <- ""
+		}
+		return nil
+	})
+	<-opened
+	log.Must(t, &raftfsm.MachineDelete{ID: "m-000000000001"})
+	log.DB.View(func(tx *store.Tx) error { check(tx); return nil })
+	close(old)
+	if msg := <-done; msg != "" {
+		t.Error(msg)
 	}
 }

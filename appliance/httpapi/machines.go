@@ -140,7 +140,7 @@ func (s *Server) listMachines(c *gin.Context) error {
 		if count > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(r.json)
+		buf.Write(r.body())
 		count++
 		next = r.id
 	}

@@ -133,6 +133,7 @@ func (s *Server) saveTag(c *gin.Context, create bool) error {
 	now := time.Now().UTC()
 	var cmd *raftfsm.TagPut
 	var failed []raftfsm.MachineFailure
+	manual := map[string]bool{} // machines carrying the tag by hand
 	if err := s.cfg.DB.View(func(tx *store.Tx) error {
 		_, err := tx.Tag(name)
 		switch {
@@ -141,7 +142,21 @@ func (s *Server) saveTag(c *gin.Context, create bool) error {
 		case err != nil && !(create && errors.Is(err, store.ErrNotFound)):
 			return err
 		}
-		cmd, failed, err = raftfsm.NewTagPut(tx, tag, now, s.facts)
+		ms, err := s.machines.machinesIn(tx)
+		if err != nil {
+			return err
+		}
+		if ms == nil {
+			if ms, err = tx.Machines(store.MachineFilter{}); err != nil {
+				return err
+			}
+		}
+		for _, m := range ms {
+			if slices.Contains(m.Tags, name) {
+				manual[m.ID] = true
+			}
+		}
+		cmd, failed, err = raftfsm.NewTagPutOver(tx, ms, tag, now, s.facts)
 		return err
 	}); err != nil {
 		return err
@@ -165,15 +180,21 @@ func (s *Server) saveTag(c *gin.Context, create bool) error {
 		if err != nil {
 			return err
 		}
-		ids := tx.MachineIDsByTag(name)
 		ans.Tag = wireTag(t)
-		ans.Tag.Machines = len(ids)
-		for _, id := range ids {
-			m, err := tx.Machine(id)
-			if err != nil {
-				return err
-			}
-			if slices.Contains(m.AutoTags, name) {
+		ans.Tag.Machines = len(tx.MachineIDsByTag(name))
+		if tag.Match == "" {
+			return nil
+		}
+		// Matched counts the carriers but those that carry the tag by
+		// hand only (read before the save: a save does not change manual
+		// tags): no record is read, so the answer does not wait for
+		// 10,000 decodes.
+		matched := make(map[string]bool, len(cmd.Matches))
+		for _, id := range cmd.Matches {
+			matched[id] = true
+		}
+		for _, id := range tx.MachineIDsByTag(name) {
+			if !manual[id] || matched[id] {
 				ans.Matched++
 			}
 		}

@@ -45,6 +45,7 @@ func (n *Node) serveHTTP() error {
 	if err != nil {
 		return err
 	}
+	n.sup.run("list-cache", func(ctx context.Context, _ *slog.Logger) error { return api.Warm(ctx) })
 	n.sup.run("api", servePart(n.http, guarded, func(l net.Listener) error { return n.http.Serve(l) }))
 	return nil
 }

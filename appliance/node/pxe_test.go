@@ -98,6 +98,15 @@ func TestRealPXEBoot(t *testing.T) {
 	run(t, "ip", "-n", ns, "link", "set", br, "up")
 	run(t, "ip", "addr", "add", linkIP+"/24", "dev", srvIf)
 	run(t, "ip", "link", "set", srvIf, "up")
+	// Port 69 on the new address must be free: a CI run once found it
+	// taken ("address already in use") with no test of this package
+	// holding it. Say who holds it, so the next such failure names it.
+	if probe, err := net.ListenPacket("udp4", linkIP+":69"); err != nil {
+		out, _ := exec.Command("ss", "-ulnp").CombinedOutput()
+		t.Fatalf("UDP %s:69 is not free before the node starts: %v\nss -ulnp:\n%s", linkIP, err, out)
+	} else {
+		probe.Close()
+	}
 
 	// The node: DHCP, TFTP (port 69 on the link address: PXE firmware asks
 	// there) and HTTP, logging at debug level into the timeline.

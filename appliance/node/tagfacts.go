@@ -12,8 +12,8 @@ import (
 
 // The node keeps every machine's inventory facts decoded (tagrule's
 // FactsCache), for the tag rules its API evaluates when a tag is saved:
-// filled for all machines when the node starts, then for the machines the
-// change log names after each commission (a re-commission changes the
+// filled for all machines when the node starts, then for the machines
+// whose reports the change log names after each commission (a re-commission changes the
 // machine's Commissioned time, which the cache keys on). Passes are paced,
 // so a burst of commissions costs one pass, and chunked, so no read
 // transaction stays open long.
@@ -34,7 +34,10 @@ func (n *Node) warmTagFacts(ctx context.Context, log *slog.Logger) error {
 				if err == nil {
 					seen := map[string]bool{}
 					for _, ch := range changes {
-						if ch.Table == store.TableMachines && !seen[ch.Key] {
+						// Only a new report changes a machine's facts: a
+						// tag save that rewrote 10,000 machines is not a
+						// reason to read them all again.
+						if ch.Table == store.ChangesInventory && !seen[ch.Key] {
 							seen[ch.Key] = true
 							ids = append(ids, ch.Key)
 						}

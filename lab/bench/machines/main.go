@@ -52,6 +52,7 @@ type config struct {
 	seed                                  uint64
 	ingestBudget                          time.Duration
 	dir, cpuProfile, ingestProfile        string
+	tagsProfile                           string
 	verbose                               bool
 }
 
@@ -66,6 +67,7 @@ func main() {
 	flag.DurationVar(&cfg.ingestBudget, "ingest-budget", 200*time.Second, "stop uploading after this long and report what was measured")
 	flag.StringVar(&cfg.dir, "dir", "", "where the nodes keep their files (default: a temporary directory, removed after)")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the list phase to this file")
+	flag.StringVar(&cfg.tagsProfile, "tags-cpuprofile", "", "write a CPU profile of the tag phase to this file")
 	flag.StringVar(&cfg.ingestProfile, "ingest-cpuprofile", "", "write a CPU profile of the ingest phase to this file")
 	flag.BoolVar(&cfg.verbose, "v", false, "show the nodes' warnings and errors")
 	flag.Parse()
@@ -434,7 +436,12 @@ func run(ctx context.Context, cfg config) error {
 	// second): give the last pass its time, as a fleet commissioned an
 	// hour ago would have.
 	time.Sleep(3 * time.Second)
+	stopProfile, err = startProfile(cfg.tagsProfile, "tags")
+	if err != nil {
+		return err
+	}
 	tags, err := tagPhase(ctx, c, f, cfg.lists)
+	stopProfile()
 	if err != nil {
 		return err
 	}
