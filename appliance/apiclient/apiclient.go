@@ -28,6 +28,10 @@ type Client struct {
 	HTTP  *http.Client
 	// NoLeaderRetry is how long "no leader" answers are retried; default 15 s.
 	NoLeaderRetry time.Duration
+	// Consistent makes every GET a linearizable read
+	// (X-Rollcall-Consistent: 1): the answer holds every write
+	// acknowledged before it, whichever node made it.
+	Consistent bool
 }
 
 // New returns a client for baseURL. An https:// URL is checked against
@@ -111,6 +115,9 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body func
 			req.Header.Set("Content-Type", ctype)
 		}
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+		if c.Consistent && method == http.MethodGet {
+			req.Header.Set("X-Rollcall-Consistent", "1")
+		}
 		resp, err := c.HTTP.Do(req)
 		if err != nil {
 			return fmt.Errorf("cannot reach %s: %w", c.Base, err)
@@ -180,6 +187,9 @@ func (c *Client) Stream(ctx context.Context, method, path string, in any, body i
 		req.Header.Set("Content-Type", ctype)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if c.Consistent && method == http.MethodGet {
+		req.Header.Set("X-Rollcall-Consistent", "1")
+	}
 	hc := *c.HTTP
 	hc.Timeout = 0
 	resp, err := hc.Do(req)

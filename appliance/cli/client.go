@@ -33,6 +33,7 @@ type client struct {
 // the node's.
 func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 	data := fs.String("data", envOr("ROLLCALL_DATA", "var"), "node data directory (used when ROLLCALL_URL/ROLLCALL_TOKEN are unset)")
+	consistent := fs.Bool("consistent", os.Getenv("ROLLCALL_CONSISTENT") == "1", "linearizable reads: wait for the leader's read index, so every acknowledged write is seen (or ROLLCALL_CONSISTENT=1)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -82,6 +83,7 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 		return nil, err
 	}
 	api.HTTP.Timeout = 10 * time.Minute
+	api.Consistent = *consistent
 	return &client{api: api}, nil
 }
 

@@ -61,6 +61,11 @@ func (s *Server) requireAdmin(c *gin.Context) error {
 	if !s.tokenOK(tok, func(id store.ClusterIdentity) string { return id.AdminTokenHash }, s.cfg.AdminToken) {
 		return unauthorized("wrong admin token")
 	}
+	if c.Request.Method == http.MethodGet {
+		if err := s.consistentWait(c); err != nil {
+			return err
+		}
+	}
 	c.Next()
 	return nil
 }

@@ -31,6 +31,15 @@ func (s *Server) getOpenAPI(c *gin.Context) error {
 // (openapi_test.go checks it); request schemas come from the wire types the
 // handlers decode (package wire), by reflection. Maps make the output deterministic: JSON
 // encoding sorts their keys.
+// readModeParams are the read modes every admin read takes (queries.go's
+// minIndex; docs/consistency.md).
+var readModeParams = []any{
+	map[string]any{"name": "min_index", "in": "query", "required": false, "schema": map[string]any{"type": "integer", "minimum": 0},
+		"description": "answer only once this node has applied this Raft index (the X-Rollcall-Index of an earlier answer): reads your own writes on any node (header X-Rollcall-Min-Index too)"},
+	map[string]any{"name": "consistent", "in": "query", "required": false, "schema": map[string]any{"type": "string", "enum": []any{"1", "0", "true", "false"}},
+		"description": "a linearizable read: the node waits for the leader's read index, so every write acknowledged before the request is in the answer; 503 no_leader without a quorum (header X-Rollcall-Consistent too)"},
+}
+
 func openAPIDocument(routes []Route) map[string]any {
 	g := &schemaGen{schemas: map[string]any{}, names: map[reflect.Type]string{}, taken: map[string]reflect.Type{}}
 	paths := map[string]any{}
@@ -50,11 +59,14 @@ func openAPIDocument(routes []Route) map[string]any {
 				"default": map[string]any{"$ref": "#/components/responses/Error"},
 			},
 		}
-		if len(params) > 0 {
-			ps := make([]any, 0, len(params))
-			for _, name := range params {
-				ps = append(ps, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
-			}
+		ps := make([]any, 0, len(params)+2)
+		for _, name := range params {
+			ps = append(ps, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		if r.Method == "GET" && r.Auth == AuthAdmin {
+			ps = append(ps, readModeParams...)
+		}
+		if len(ps) > 0 {
 			op["parameters"] = ps
 		}
 		if r.Body != nil {

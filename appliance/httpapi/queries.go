@@ -23,8 +23,10 @@ import (
 const (
 	headerIndex    = "X-Rollcall-Index"
 	headerMinIndex = "X-Rollcall-Min-Index"
-	maxBodyBytes   = 1 << 20
-	maxWait        = 5 * time.Minute
+	// headerConsistent asks for a linearizable read (as ?consistent=1).
+	headerConsistent = "X-Rollcall-Consistent"
+	maxBodyBytes     = 1 << 20
+	maxWait          = 5 * time.Minute
 	// maxWaiters bounds the blocking queries (?index=&wait=) one node
 	// holds: the UI, consoles and -watch of a whole operations team, with
 	// room; each holds a connection and, when woken, an answer.
@@ -162,4 +164,44 @@ func (s *Server) blockingQuery(c *gin.Context, table string) error {
 			return c.Request.Context().Err()
 		}
 	}
+}
+
+// consistentRead reports whether the request asks for a linearizable read:
+// ?consistent=1|true|0|false, or the X-Rollcall-Consistent header.
+func consistentRead(c *gin.Context) (bool, error) {
+	v, ok := c.GetQuery("consistent")
+	if !ok {
+		v = c.GetHeader(headerConsistent)
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
+		return ok, nil // a bare ?consistent asks for it
+	case "1", "true", "yes":
+		return true, nil
+	case "0", "false", "no":
+		return false, nil
+	}
+	return false, BadRequest("consistent must be 1 or 0")
+}
+
+// consistentWait makes an admin read linearizable when the client asks for
+// it (?consistent=1 or X-Rollcall-Consistent: 1): before the handler reads,
+// the node waits until it has applied the leader's read index
+// (cluster.ReadIndex), so the answer holds every write acknowledged before
+// the request, wherever it was made (cluster.ReadBarrier). requireAdmin runs it for every GET;
+// docs/consistency.md describes the three read modes.
+func (s *Server) consistentWait(c *gin.Context) error {
+	consistent, err := consistentRead(c)
+	if err != nil || !consistent {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.cfg.Cluster.ReadBarrier(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return Wrap(http.StatusServiceUnavailable, "behind", "this node has not reached the leader's read index yet; retry", err)
+		}
+		return Wrap(http.StatusServiceUnavailable, "no_leader", "a consistent read needs the leader and a quorum, which this node cannot reach now; retry, or read without consistent=1", err)
+	}
+	return nil
 }

@@ -40,6 +40,7 @@ type Cluster interface {
 	RemoveMember(ctx context.Context, id string) error
 	RepairMember(ctx context.Context, name string) error
 	CheckState(ctx context.Context) (uint64, error)
+	ReadBarrier(ctx context.Context) error
 }
 
 // BMCHint is one entry of the configuration's bmc_hints: the out-of-band

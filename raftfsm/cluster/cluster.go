@@ -83,6 +83,7 @@ type Cluster struct {
 
 	diverged   atomic.Pointer[Divergence]
 	parts      atomic.Pointer[func() []Part]
+	readTerm   atomic.Uint64 // the term a barrier committed in, for ReadIndex
 	stopChecks context.CancelFunc
 
 	lagMu     sync.Mutex

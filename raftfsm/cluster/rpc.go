@@ -23,6 +23,7 @@ import (
 //
 //	POST /v1/apply        an encoded command, applied on the leader
 //	GET  /v1/status       this node's Raft view
+//	GET  /v1/read-index   the leader's read index (ReadIndex; leader only)
 //	POST /v1/members      add a voter (the caller is that node, or a member forwarding)
 //	DELETE /v1/members/ID remove a server (leader only)
 //	/open/...             routes from Config.Calls that need no certificate
@@ -82,6 +83,7 @@ func (c *Cluster) callHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/apply", c.handleApply)
 	mux.HandleFunc("GET /v1/status", c.handleStatus)
+	mux.HandleFunc("GET /v1/read-index", c.handleReadIndex)
 	mux.HandleFunc("POST /v1/members", c.handleAddMember)
 	mux.HandleFunc("DELETE /v1/members/{id}", c.handleRemoveMember)
 	mux.HandleFunc("GET /v1/state-hash", c.handleStateHash)
