@@ -205,7 +205,7 @@ func (c *BMCClear) apply(tx *store.Tx) error {
 		return err
 	}
 	if m.BMC == nil {
-		return store.Errorf(store.ErrNotFound, "machine %s has no BMC on record", m.ID)
+		return store.Errorf(store.ErrNotFound, "BMC of machine %s", m.ID) // "…: not found"
 	}
 	was := strings.TrimSpace(m.BMC.Driver + " " + m.BMC.Address)
 	m.BMC, m.UpdatedAt = nil, c.Now

@@ -56,7 +56,7 @@ func TestPowerCLI(t *testing.T) {
 	if out, code := run("", "show", "c1"); code != 0 || strings.Contains(out, "BMC:") {
 		t.Errorf("show after bmc clear: %d %s", code, out)
 	}
-	if out, code := run("", "bmc", "clear", "c1"); code != 1 || !strings.Contains(out, "has no BMC on record") {
+	if out, code := run("", "bmc", "clear", "c1"); code != 1 || !strings.Contains(out, ": not found") || !strings.Contains(out, "BMC of machine m-") {
 		t.Errorf("bmc clear twice: %d %q", code, out)
 	}
 	if out, code := run("", "bmc", "clear"); code != 1 || !strings.Contains(out, "usage: rollcall bmc clear ID|NAME [-json]") {
