@@ -259,20 +259,22 @@ func (s *Server) postRename(c *gin.Context) error {
 	}
 	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineRename{ID: m.ID, Name: req.Name, Now: time.Now().UTC()})
 	if err != nil {
-		return nameField(err)
+		return onField(err, "name", "conflict", "invalid")
 	}
 	return s.respondMachine(c, http.StatusOK, m.ID, idx)
 }
 
-// nameField points the state machine's refusal of a name (taken, invalid)
-// at the request's field name; other errors pass as they are.
-func nameField(err error) error {
+// onField points a store refusal of one of codes at a request field, for
+// a handler that knows the only field such a refusal can concern (the
+// name of a rename, the height of a rack); other errors pass as they are.
+// The message stays the store's public text.
+func onField(err error, field string, codes ...string) error {
 	code := store.Code(err)
 	k, ok := kinds[code]
-	if !ok || code != "conflict" && code != "invalid" {
+	if !ok || !slices.Contains(codes, code) {
 		return err
 	}
-	return &Error{Status: k.status, Code: code, Message: store.Public(err), Field: "name", cause: err}
+	return &Error{Status: k.status, Code: code, Message: store.Public(err), Field: field, cause: err}
 }
 
 func (s *Server) deleteMachine(c *gin.Context) error {

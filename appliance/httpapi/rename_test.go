@@ -140,3 +140,23 @@ func TestClearBMC(t *testing.T) {
 		})
 	}
 }
+
+// A rack made lower than a machine it holds is refused about its height,
+// so a form shows the reason there.
+func TestRackHeightRefusalNamesTheField(t *testing.T) {
+	n := nodetest.Start(t)
+	admin := nodetest.Bearer(n.Admin)
+	var m wire.MachineView
+	n.Do(t, "POST", "/api/v1/machines", wire.CreateMachineRequest{Name: "tall-01", MAC: "52:54:00:aa:10:04"}, admin...).Decode(t, &m)
+	if r := n.Do(t, "PUT", "/api/v1/machines/"+m.ID+"/location", wire.LocationRequest{Rack: "R6", Unit: 30}, admin...); r.Status != http.StatusOK {
+		t.Fatalf("place: %s", r)
+	}
+	before := stateOf(n)
+	r := n.Do(t, "PUT", "/api/v1/racks/R6", wire.RackRequest{Height: 20}, admin...)
+	if r.Status != http.StatusConflict || errorField(t, r) != "height" || !strings.Contains(r.ErrorMessage(), "holds machines up to U30") {
+		t.Errorf("= %s (field %q), want 409 about the height", r, errorField(t, r))
+	}
+	if after := stateOf(n); after != before {
+		t.Errorf("state changed: %+v → %+v", before, after)
+	}
+}
