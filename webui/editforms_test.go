@@ -25,8 +25,10 @@ func TestBrowserEditForms(t *testing.T) {
 	b.run(t, "shell", chromedp.WaitVisible(chromedp.CSS(`header.top`)))
 
 	t.Run("rename", func(t *testing.T) {
-		// Opened by its name: after the rename the page follows the machine.
-		b.run(t, "open", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(e.ui.URL + "/ui/#/machines/ed-01")}, openDialog(`#rename`)...)...)
+		// Opened by its name, the page moves to the machine's ID, so that
+		// it keeps showing the machine through the rename.
+		b.run(t, "open", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(e.ui.URL + "/ui/#/machines/ed-01"),
+			waitJS(`location.hash === '#/machines/` + a.ID + `'`)}, openDialog(`#rename`)...)...)
 		if got := js[string](t, b, dialogField("name")+`.value`); got != "ed-01" {
 			t.Errorf("the name field starts with %q, want the current name", got)
 		}

@@ -58,9 +58,12 @@ export function mount(main, route) {
   }
 
   async function load() {
+    // By its ID once known (the page moves to it, below): a machine
+    // renamed while it is shown stays shown.
+    const key = detail ? detail.id : ref;
     const [d, j] = await Promise.all([
-      get(`/api/v1/machines/${enc(ref)}`, { signal: ctrl.signal }),
-      get(`/api/v1/machines/${enc(ref)}/jobs`, { signal: ctrl.signal }).catch(() => ({ data: { jobs: [] } })),
+      get(`/api/v1/machines/${enc(key)}`, { signal: ctrl.signal }),
+      get(`/api/v1/machines/${enc(key)}/jobs`, { signal: ctrl.signal }).catch(() => ({ data: { jobs: [] } })),
     ]);
     detail = d.data;
     jobs = j.data?.jobs || [];
@@ -97,11 +100,8 @@ export function mount(main, route) {
     }
   }
 
-  // rename: a page opened by the old name follows the machine to its ID.
   async function rename(m) {
-    const done = await renameDialog(m);
-    if (done && ref !== m.id) location.hash = `#/machines/${enc(m.id)}`;
-    else if (done) load().catch(fail);
+    if (await renameDialog(m)) load().catch(fail);
   }
 
   function jump(target) {
@@ -237,6 +237,12 @@ export function mount(main, route) {
   }
 
   load().then(() => {
+    if (detail.id !== ref) {
+      // Opened by name: the page is the machine's, at its ID, so that every
+      // part of it (network, deployment) follows it through a rename.
+      location.replace(`#/machines/${enc(detail.id)}`);
+      return;
+    }
     // Wake up on any change to machines or events, then read this machine again.
     let firstAnswer = true;
     watch(`/api/v1/machines?q=${enc(detail.id)}`, () => {
