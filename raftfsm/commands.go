@@ -62,6 +62,7 @@ const (
 	TypeJobStart   Type = 91
 	TypeJobFinish  Type = 92
 	TypeBMCSet     Type = 93
+	TypeBMCClear   Type = 94
 
 	TypeLayoutPut     Type = 110
 	TypeLayoutDelete  Type = 111
@@ -73,6 +74,7 @@ const (
 	TypeRackPut       Type = 105
 	TypeRackDelete    Type = 106
 	TypeMachineNetSet Type = 107
+	TypeMachineRename Type = 108
 
 	TypeOSVersionAdd    Type = 120
 	TypeOSPromote       Type = 121

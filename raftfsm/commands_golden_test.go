@@ -157,6 +157,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 			BMC:       &bmc, Node: "n2", Now: gt(13), AgentMAC: "52:54:00:00:c0:01",
 		},
 		&Recommission{ID: "m-00000000c0de", Reason: "replaced DIMM B2", Now: gt(14)},
+		&MachineRename{ID: "m-00000000c0de", Name: "r12-n07", Now: gt(56)},
 
 		&FabricPut{Fabric: Fabric{Name: "fab1", Kind: "ethernet", Created: gt(15), Index: 15}},
 		&FabricDelete{Name: "fab2"},
@@ -220,6 +221,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 			Now:    gt(45),
 		},
 		&BMCSet{Machine: "m-00000000c0de", BMC: bmc, Now: gt(46)},
+		&BMCClear{Machine: "m-00000000c0df", Now: gt(55)},
 
 		&LayoutPut{Layout: Layout{
 			Name: "gpu-bond", JSON: `{"interfaces": [{"type": "physical", "select": "boot", "links": [{"subnet": "boot", "mode": "auto"}]}]}`,

@@ -30,13 +30,26 @@ type MachineEvent struct {
 	Event Event `json:"event"`
 }
 
+// MachineRename gives a machine a new name. Names are unique: a name
+// another machine holds is refused with that machine's ID. Templates, tag
+// rules and DNS see the new name from this index on; auto tags are not
+// re-evaluated here (a rule over .Node.Name follows at the next
+// commissioning or tag save, as every other rule does).
+type MachineRename struct {
+	ID   string    `json:"id"`
+	Name string    `json:"name"`
+	Now  time.Time `json:"now"`
+}
+
 func (*MachineCreate) Type() Type { return TypeMachineCreate }
 func (*MachineDelete) Type() Type { return TypeMachineDelete }
 func (*MachineEvent) Type() Type  { return TypeMachineEvent }
+func (*MachineRename) Type() Type { return TypeMachineRename }
 
 func (*MachineCreate) Version() uint8 { return 1 }
 func (*MachineDelete) Version() uint8 { return 1 }
 func (*MachineEvent) Version() uint8  { return 1 }
+func (*MachineRename) Version() uint8 { return 1 }
 
 func (c *MachineCreate) apply(tx *store.Tx) error {
 	if c.Name != "" {
@@ -70,6 +83,30 @@ func (c *MachineCreate) apply(tx *store.Tx) error {
 
 func (c *MachineDelete) apply(tx *store.Tx) error { return tx.DeleteMachine(c.ID) }
 
+func (c *MachineRename) apply(tx *store.Tx) error {
+	if err := store.ValidName(c.Name); err != nil {
+		return err
+	}
+	m, err := tx.Machine(c.ID)
+	if err != nil {
+		return err
+	}
+	if m.Name == c.Name {
+		return nil // already so: nothing to write, no event
+	}
+	for _, id := range tx.MachineIDsByName(c.Name) {
+		if id != m.ID {
+			return store.Errorf(store.ErrConflict, "name %q is taken by machine %s", c.Name, id)
+		}
+	}
+	msg := "named " + c.Name
+	if m.Name != "" {
+		msg = "renamed " + m.Name + " → " + c.Name
+	}
+	m.Name, m.UpdatedAt = c.Name, c.Now
+	return putWithEvents(tx, m, c.Now, []store.Event{{Kind: "renamed", Message: msg}})
+}
+
 func (c *MachineEvent) apply(tx *store.Tx) error {
 	if _, err := tx.Machine(c.Event.Machine); err != nil {
 		return err
@@ -82,6 +119,7 @@ func machineCommands() map[Type]commandInfo {
 		TypeMachineCreate: {"machine-create", 1, func() Command { return &MachineCreate{} }},
 		TypeMachineDelete: {"machine-delete", 1, func() Command { return &MachineDelete{} }},
 		TypeMachineEvent:  {"machine-event", 1, func() Command { return &MachineEvent{} }},
+		TypeMachineRename: {"machine-rename", 1, func() Command { return &MachineRename{} }},
 		TypeMachineEnlist: {"machine-enlist", 2, func() Command { return &MachineEnlist{} }},
 		TypeCommission:    {"commission", 3, func() Command { return &Commission{} }},
 		TypeRecommission:  {"recommission", 1, func() Command { return &Recommission{} }},

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rollcall/rollcall/store"
@@ -57,6 +58,16 @@ type BMCSet struct {
 	Now     time.Time `json:"now"`
 }
 
+// BMCClear forgets a machine's BMC: driver, address, user, settings, the
+// certificate pin and the sealed password all go. The machine is then
+// powered by hand until a BMC is set again (BMCSet, or the next
+// commissioning's in-band report, which an operator's record no longer
+// blocks). Jobs already queued fail when they find no BMC.
+type BMCClear struct {
+	Machine string    `json:"machine"`
+	Now     time.Time `json:"now"`
+}
+
 func (*JobEnqueue) Type() Type     { return TypeJobEnqueue }
 func (*JobStart) Type() Type       { return TypeJobStart }
 func (*JobFinish) Type() Type      { return TypeJobFinish }
@@ -65,6 +76,8 @@ func (*JobEnqueue) Version() uint8 { return 1 }
 func (*JobStart) Version() uint8   { return 1 }
 func (*JobFinish) Version() uint8  { return 1 }
 func (*BMCSet) Version() uint8     { return 1 }
+func (*BMCClear) Type() Type       { return TypeBMCClear }
+func (*BMCClear) Version() uint8   { return 1 }
 
 func (c *JobEnqueue) apply(tx *store.Tx) error {
 	j := c.Job.record()
@@ -186,11 +199,25 @@ func (c *BMCSet) apply(tx *store.Tx) error {
 	return tx.AddEvent(store.Event{Machine: m.ID, Time: c.Now, Kind: "bmc", Message: fmt.Sprintf("BMC set by an operator: %s %s user %s", b.Driver, b.Address, b.User)})
 }
 
+func (c *BMCClear) apply(tx *store.Tx) error {
+	m, err := tx.Machine(c.Machine)
+	if err != nil {
+		return err
+	}
+	if m.BMC == nil {
+		return store.Errorf(store.ErrNotFound, "BMC of machine %s", m.ID) // "…: not found"
+	}
+	was := strings.TrimSpace(m.BMC.Driver + " " + m.BMC.Address)
+	m.BMC, m.UpdatedAt = nil, c.Now
+	return putWithEvents(tx, m, c.Now, []store.Event{{Kind: "bmc", Message: "BMC cleared by an operator (was " + was + "); its password is gone"}})
+}
+
 func powerCommands() map[Type]commandInfo {
 	return map[Type]commandInfo{
 		TypeJobEnqueue: {"job-enqueue", 1, func() Command { return &JobEnqueue{} }},
 		TypeJobStart:   {"job-start", 1, func() Command { return &JobStart{} }},
 		TypeJobFinish:  {"job-finish", 1, func() Command { return &JobFinish{} }},
 		TypeBMCSet:     {"bmc-set", 1, func() Command { return &BMCSet{} }},
+		TypeBMCClear:   {"bmc-clear", 1, func() Command { return &BMCClear{} }},
 	}
 }

@@ -55,6 +55,7 @@ var pinnedTypes = map[string]struct {
 	"job-start":   {91, 1},
 	"job-finish":  {92, 1},
 	"bmc-set":     {93, 1},
+	"bmc-clear":   {94, 1},
 
 	"layout-put":    {110, 1},
 	"layout-delete": {111, 1},
@@ -67,6 +68,7 @@ var pinnedTypes = map[string]struct {
 	"rack-delete":   {106, 1},
 
 	"machine-net-set":   {107, 1},
+	"machine-rename":    {108, 1},
 	"os-version-add":    {120, 1},
 	"os-promote":        {121, 1},
 	"os-version-remove": {122, 1},

@@ -46,8 +46,10 @@ Machines:
   rollcall power ID|tag:NAME status|on|off|soft|cycle|reset [-json]
   rollcall bootdev ID|tag:NAME pxe|disk|cdrom|bios|none [-persistent] [-uefi] [-json]
   rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]
+  rollcall bmc clear ID|NAME [-json]    forget the BMC and its sealed password
   rollcall bmc drivers
   rollcall add [-name NAME] [-mac MAC]
+  rollcall machine rename ID|NAME NEWNAME [-json]
   rollcall boot-token MAC [-ttl 6h] [-json]   the agent token a boot script hands that MAC
   rollcall delete ID|NAME
 
@@ -129,6 +131,7 @@ var verbs = map[string]verb{
 	"delete":       {run: cmdDelete},
 	"events":       {run: cmdEvents},
 	"recommission": {run: cmdRecommission},
+	"machine":      {run: cmdMachine},
 	// tags.go, location.go
 	"tags":     {run: cmdTags},
 	"tag":      {run: cmdTag},

@@ -12,7 +12,8 @@ import (
 	"github.com/rollcall/rollcall/appliance/wire"
 )
 
-// The machine verbs: list, show, events, add, delete, recommission.
+// The machine verbs: list, show, events, add, delete, recommission, and
+// the machine noun (machine rename).
 
 // cmdList is `rollcall list [-state S] [-q TEXT] [-tag T] [-rack R] [-json] [-watch]`.
 func cmdList(args []string, s streams) error {
@@ -221,6 +222,25 @@ func cmdAdd(args []string, s streams) error {
 	}
 	fmt.Fprintln(s.stdout, m.ID)
 	return nil
+}
+
+// cmdMachine is `rollcall machine rename ID|NAME NEWNAME [-json]`.
+func cmdMachine(args []string, s streams) error {
+	const use = "rollcall machine rename ID|NAME NEWNAME [-json]"
+	if len(args) == 0 || args[0] != "rename" {
+		return fmt.Errorf("usage: %s", use)
+	}
+	fs := newFlags("machine rename", use)
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args[1:], 2)
+	if err != nil {
+		return err
+	}
+	req := wire.RenameMachineRequest{Name: fs.Arg(1)}
+	return fetch(c, http.MethodPost, machinePath(fs.Arg(0), "rename"), req, *asJSON, s.stdout, func(w io.Writer, m wire.MachineView) error {
+		_, err := fmt.Fprintf(w, "%s: named %s\n", m.ID, m.Name)
+		return err
+	})
 }
 
 // cmdDelete is `rollcall delete ID|NAME`.

@@ -76,6 +76,9 @@ func TestMachineCLI(t *testing.T) {
 	section("its history", "events", "c2")
 	section("filtered by state", "list", "-state", "ready")
 	section("back to commissioning on its next boot", "recommission", "c2")
+	section("a new name", "machine", "rename", "c2", "r12-n07")
+	section("found by it", "list", "-q", "r12-n07")
+	section("and back", "machine", "rename", "r12-n07", "c2")
 	section("gone", "delete", "c1")
 	section("one left", "list")
 	golden(t, "machine", out.String())
@@ -87,6 +90,23 @@ func TestMachineCLI(t *testing.T) {
 	var l wire.MachineList
 	if err := json.Unmarshal([]byte(mustRun(t, "list", "-json")), &l); err != nil || len(l.Machines) != 1 || l.Index == 0 {
 		t.Errorf("list -json: %+v, %v", l, err)
+	}
+	var renamed wire.MachineView
+	if err := json.Unmarshal([]byte(mustRun(t, "machine", "rename", "c2", "c3", "-json")), &renamed); err != nil || renamed.ID != id2 || renamed.Name != "c3" {
+		t.Errorf("machine rename -json: %+v, %v", renamed, err)
+	}
+	mustRun(t, "add", "-name", "c4")
+	for args, want := range map[string]string{
+		"machine rename c3 c4":       `name "c4" is taken by machine m-`,
+		"machine rename c3 Bad_Name": `name "Bad_Name" must be a DNS label`,
+		"machine rename nosuch c9":   `machine "nosuch"`,
+		"machine rename c3":          "usage: rollcall machine rename ID|NAME NEWNAME [-json]",
+		"machine":                    "usage: rollcall machine rename",
+		"machine move c3 c9":         "usage: rollcall machine rename",
+	} {
+		if code, _, errs := run(strings.Fields(args)...); code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("rollcall %s: exit %d, %q, want %q", args, code, errs, want)
+		}
 	}
 	for _, args := range [][]string{{"show"}, {"show", "a", "b"}, {"events"}, {"delete"}, {"recommission"}, {"show", "nosuch"}, {"delete", "c1"}} {
 		if code, _, errs := run(args...); code != 1 || errs == "" {

@@ -61,9 +61,13 @@ func jobLine(j wire.Job) string {
 	return fmt.Sprintf("%s %s %s: %s (on %s)", j.Machine, j.Kind, j.Arg, res, j.StartedBy)
 }
 
-// cmdBMC is `rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]`
-// and `rollcall bmc drivers`.
+// cmdBMC is `rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe]`,
+// `rollcall bmc clear ID [-json]` and `rollcall bmc drivers`. A machine
+// named clear or drivers is reached by its ID here.
 func cmdBMC(args []string, s streams) error {
+	if len(args) > 0 && args[0] == "clear" {
+		return cmdBMCClear(args[1:], s)
+	}
 	if len(args) > 0 && args[0] == "drivers" {
 		fs := newFlags("bmc", "")
 		c, err := fs.client(args[1:], anyArgs)
@@ -80,7 +84,7 @@ func cmdBMC(args []string, s streams) error {
 		}
 		return tw.Flush()
 	}
-	fs := newFlags("bmc", "rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe] | rollcall bmc drivers")
+	fs := newFlags("bmc", "rollcall bmc ID -driver D -address A -user U -password - [-set k=v] [-verify] [-probe] | rollcall bmc clear ID [-json] | rollcall bmc drivers")
 	var req wire.BMCRequest
 	settings := keyValues{}
 	fs.StringVar(&req.Driver, "driver", "", "driver (rollcall bmc drivers lists them)")
@@ -123,4 +127,19 @@ func cmdBMC(args []string, s streams) error {
 	}
 	fmt.Fprintf(s.stdout, "%s: BMC set (%s %s)\n", ref, req.Driver, req.Address)
 	return nil
+}
+
+// cmdBMCClear is `rollcall bmc clear ID [-json]`: the machine forgets its
+// BMC, sealed password included, and is powered by hand until one is set.
+func cmdBMCClear(args []string, s streams) error {
+	fs := newFlags("bmc clear", "rollcall bmc clear ID|NAME [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 1)
+	if err != nil {
+		return err
+	}
+	return fetch(c, http.MethodDelete, machinePath(fs.Arg(0), "bmc"), nil, *asJSON, s.stdout, func(w io.Writer, m wire.MachineView) error {
+		_, err := fmt.Fprintf(w, "%s: BMC cleared (no driver, address, user or password on record)\n", m.ID)
+		return err
+	})
 }

@@ -47,9 +47,26 @@ func TestPowerCLI(t *testing.T) {
 		}
 		printed += "$ rollcall " + strings.Join(c.args, " ") + "\n" + out
 	}
+	out, code = run("", "bmc", "clear", "c1")
+	if code != 0 {
+		t.Fatalf("bmc clear: %s", out)
+	}
+	printed += "$ rollcall bmc clear c1\n" + out
 	golden(t, "power", normalize(printed))
+	if out, code := run("", "show", "c1"); code != 0 || strings.Contains(out, "BMC:") {
+		t.Errorf("show after bmc clear: %d %s", code, out)
+	}
+	if out, code := run("", "bmc", "clear", "c1"); code != 1 || !strings.Contains(out, ": not found") || !strings.Contains(out, "BMC of machine m-") {
+		t.Errorf("bmc clear twice: %d %q", code, out)
+	}
+	if out, code := run("", "bmc", "clear"); code != 1 || !strings.Contains(out, "usage: rollcall bmc clear ID|NAME [-json]") {
+		t.Errorf("bmc clear without a machine: %d %q", code, out)
+	}
 	if out, code := run("", "bmc", "c1", "-driver", "manual"); code != 0 || out != "c1: BMC set (manual )\n" {
 		t.Errorf("bmc without -verify: %d %q", code, out)
+	}
+	if out, code := run("", "bmc", "clear", "c1", "-json"); code != 0 || !strings.Contains(out, `"id": "m-`) || strings.Contains(out, `"bmc"`) {
+		t.Errorf("bmc clear -json: %d %s", code, out)
 	}
 	if out, code := run("", "power", "c1", "explode"); code != 1 || !strings.Contains(out, "cycle") {
 		t.Fatalf("bad action: %d %s", code, out)

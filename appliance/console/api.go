@@ -31,6 +31,10 @@ type Source interface {
 	// DeployJobs are a machine's deploy and release jobs, newest first;
 	// with index > 0 it blocks until they move past index or wait passes.
 	DeployJobs(ctx context.Context, id string, index uint64, wait time.Duration) (wire.DeployJobList, error)
+	// Plan is GET /api/v1/machines/{id}/network-plan: the layout it uses
+	// and why, the NICs chosen, the addresses (what rollcall net show
+	// prints); an error says why it has none.
+	Plan(ctx context.Context, id string) (wire.NetworkPlan, error)
 	// Do runs one action on one machine and returns what the API said in a
 	// few words (a power state, a job result).
 	Do(ctx context.Context, a Action) (string, error)
@@ -43,8 +47,8 @@ type Clock interface{ Now() time.Time }
 // Action is one thing done to one machine.
 type Action struct {
 	Machine string // ID
-	Kind    string // power, bootdev, recommission, delete, deploy, release, cancel
-	Arg     string // power: on|off|soft|cycle|reset|status; bootdev: pxe|disk|cdrom|bios|none; recommission: "" or "now"; deploy: OS[@VERSION]; release: quick|full
+	Kind    string // power, bootdev, recommission, delete, deploy, release, cancel, rename, bmc-clear
+	Arg     string // power: on|off|soft|cycle|reset|status; bootdev: pxe|disk|cdrom|bios|none; recommission: "" or "now"; deploy: OS[@VERSION]; release: quick|full; rename: the new name
 }
 
 // Network is the network model, as GET /api/v1/fabrics, /vlans and /subnets

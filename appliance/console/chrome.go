@@ -122,7 +122,8 @@ const helpText = `[yellow]Anywhere[-]
   / filter (name, serial, MAC, IP)   s cycle the state filter
   Space select   * select all shown   Enter open the machine
   a actions for the selection or the row: power, boot
-    device, re-commission, delete (destructive ones ask)
+    device, re-commission, deploy, rename, clear the BMC,
+    delete (destructive ones ask)
 [yellow]Racks and tags[-]
   Enter on a rack: its elevation; on a unit: its machine
   Enter on a tag: the tag and its machines    Esc back

@@ -158,6 +158,13 @@ func (c *Client) Tag(ctx context.Context, name string) (wire.TagDetail, error) {
 	return v, err
 }
 
+// Plan implements Source.
+func (c *Client) Plan(ctx context.Context, id string) (wire.NetworkPlan, error) {
+	var v wire.NetworkPlan
+	err := c.do(ctx, readTimeout, http.MethodGet, machinePath(id)+"/network-plan", nil, &v)
+	return v, err
+}
+
 // Do implements Source.
 func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 	if out, ok, err := c.doDeploy(ctx, a); ok {
@@ -192,8 +199,19 @@ func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 		return m.State + ", commissions on its next network boot", nil
 	case "delete":
 		return "deleted", c.do(ctx, readTimeout, http.MethodDelete, p, nil, nil)
+	case "rename":
+		var m wire.MachineView
+		if err := c.do(ctx, readTimeout, http.MethodPost, p+"/rename", wire.RenameMachineRequest{Name: a.Arg}, &m); err != nil {
+			return "", err
+		}
+		return "named " + m.Name, nil
+	case "bmc-clear":
+		if err := c.do(ctx, readTimeout, http.MethodDelete, p+"/bmc", nil, nil); err != nil {
+			return "", err
+		}
+		return "BMC cleared: powered by hand until one is set", nil
 	}
-	return "", fmt.Errorf("action %q: not one of power, bootdev, recommission, delete, deploy, release, cancel", a.Kind)
+	return "", fmt.Errorf("action %q: not one of power, bootdev, recommission, delete, deploy, release, cancel, rename, bmc-clear", a.Kind)
 }
 
 // jobOutcome says how a BMC job ended; a job still running when the API

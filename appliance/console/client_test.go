@@ -104,6 +104,19 @@ func (a *recordedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(200, "recommission-ok.json")
 	case "DELETE " + m + a.spare:
 		reply(200, "delete.json")
+	case "GET " + m + a.ready + "/network-plan":
+		reply(200, "network-plan.json")
+	case "POST " + m + a.ready + "/rename":
+		var req wire.RenameMachineRequest
+		if json.NewDecoder(r.Body).Decode(&req) == nil && req.Name == "other-01" {
+			reply(409, "rename-taken.json")
+			return
+		}
+		reply(200, "rename.json")
+	case "DELETE " + m + a.ready + "/bmc":
+		reply(200, "bmc-clear.json")
+	case "DELETE " + m + a.spare + "/bmc":
+		reply(404, "bmc-none.json") // recorded for a machine whose BMC was cleared
 	default:
 		reply(404, "notfound.json")
 	}
@@ -124,13 +137,13 @@ func TestClientAgainstRecordedAnswers(t *testing.T) {
 	ctx := context.Background()
 
 	l, err := c.Machines(ctx, 0, 0)
-	if err != nil || l.Index != 7 || l.Machines[0].State != "ready" || l.Machines[0].BMC == nil || !l.Machines[0].BMC.HasPassword {
+	if err != nil || l.Index != 8 || l.Machines[0].State != "ready" || l.Machines[0].BMC == nil || !l.Machines[0].BMC.HasPassword {
 		t.Fatalf("Machines = %+v, %v", l, err)
 	}
 	if l.Machines[0].Summary.Sockets != 2 || l.Machines[1].Name != "spare-01" {
 		t.Errorf("machine fields lost: %+v", l.Machines)
 	}
-	if _, err := c.Machines(ctx, 7, 30*time.Second); err != nil {
+	if _, err := c.Machines(ctx, 8, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	d, err := c.Machine(ctx, api.ready)
@@ -157,6 +170,11 @@ func TestClientAgainstRecordedAnswers(t *testing.T) {
 		t.Fatalf("Images = %+v, %v", ims, err)
 	}
 
+	p, err := c.Plan(ctx, api.ready)
+	if err != nil || p.Machine != api.ready || p.Source != "default" || len(p.Choices) != 1 || p.Choices[0].Selector != "boot" || p.NetworkConfig == "" {
+		t.Fatalf("Plan = %+v, %v", p, err)
+	}
+
 	actions := map[string]struct {
 		a       Action
 		out     string
@@ -167,6 +185,10 @@ func TestClientAgainstRecordedAnswers(t *testing.T) {
 		"recommission ready":  {Action{api.ready, "recommission", ""}, "new, commissions on its next network boot", ""},
 		"delete":              {Action{api.spare, "delete", ""}, "deleted", ""},
 		"unknown kind":        {Action{api.spare, "reboot", ""}, "", `action "reboot": not one of`},
+		"rename":              {Action{api.ready, "rename", "ready-01"}, "named ready-01", ""},
+		"rename to a taken":   {Action{api.ready, "rename", "other-01"}, "", `name "other-01" is taken by machine m-`},
+		"clear the bmc":       {Action{api.ready, "bmc-clear", ""}, "BMC cleared: powered by hand until one is set", ""},
+		"clear no bmc":        {Action{api.spare, "bmc-clear", ""}, "", ": not found"},
 	}
 	for name, tc := range actions {
 		t.Run(name, func(t *testing.T) {
@@ -183,7 +205,8 @@ func TestClientAgainstRecordedAnswers(t *testing.T) {
 		})
 	}
 	seen := api.seen()
-	for _, want := range []string{"GET /api/v1/machines?index=7&wait=30s", "POST /api/v1/machines/" + api.spare + "/power", "DELETE /api/v1/machines/" + api.spare} {
+	for _, want := range []string{"GET /api/v1/machines?index=8&wait=30s", "POST /api/v1/machines/" + api.spare + "/power", "DELETE /api/v1/machines/" + api.spare,
+		"POST /api/v1/machines/" + api.ready + "/rename", "DELETE /api/v1/machines/" + api.ready + "/bmc", "GET /api/v1/machines/" + api.ready + "/network-plan"} {
 		found := false
 		for _, s := range seen {
 			found = found || s == want

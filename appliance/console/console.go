@@ -190,6 +190,9 @@ type console struct {
 	detailErr error
 	// deployJobs are the machine's deploy and release jobs, newest first.
 	deployJobs []wire.DeployJob
+	// plan is the machine's network plan, or planErr why it has none.
+	plan    *wire.NetworkPlan
+	planErr error
 
 	filter   string
 	state    string // "" for every state
@@ -568,9 +571,12 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 		d, err := c.src.Machine(ctx, id)
 		var jobs []wire.Job
 		var deploys wire.DeployJobList
+		var plan wire.NetworkPlan
+		var planErr error
 		if err == nil {
 			jobs, _ = c.src.Jobs(ctx, d.ID) // a machine without jobs still shows
 			deploys, _ = c.src.DeployJobs(ctx, d.ID, 0, 0)
+			plan, planErr = c.src.Plan(ctx, d.ID)
 		}
 		return func() {
 			if c.detailID != id {
@@ -579,6 +585,7 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			c.detailErr = err
 			if err == nil {
 				c.detail, c.jobs, c.deployJobs = &d, jobs, deploys.Jobs
+				c.plan, c.planErr = &plan, planErr
 			}
 			c.render()
 		}

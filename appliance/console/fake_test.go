@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -352,6 +353,41 @@ func (f *fleet) Images(context.Context) ([]wire.Image, error) {
 	}, nil
 }
 
+var fakeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+func validName(s string) bool { return fakeName.MatchString(s) }
+
+// Plan is web-01's plan: the spec's example layout (boot NIC, a bond of
+// the two fastest, a VLAN on it), with one address held and one to take.
+// Every other machine has none, with the API's reason.
+func (f *fleet) Plan(_ context.Context, id string) (wire.NetworkPlan, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, err := f.find(id)
+	if err != nil {
+		return wire.NetworkPlan{}, err
+	}
+	m := f.machines[i]
+	if m.Name != "web-01" {
+		return wire.NetworkPlan{}, fmt.Errorf("machine %s has no network plan: machine %s has no inventory to lay out", m.ID, m.ID)
+	}
+	return wire.NetworkPlan{
+		Machine: m.ID, Layout: "web-bond", Source: "tag", Tag: "web",
+		Why: "layout web-bond: named by tag web (manual), the first of the machine's tags that names a layout",
+		Choices: []wire.PlanChoice{
+			{Interface: "boot", Selector: "boot", NIC: "eno1", MAC: "0c:c4:7a:aa:00:01", Reason: "the NIC the machine network-booted from"},
+			{Interface: "bond0", Selector: "fastest:2", NIC: "ens1f0", MAC: "0c:c4:7a:aa:10:01", Reason: "25 Gb/s, the fastest"},
+			{Interface: "bond0", Selector: "fastest:2", NIC: "ens1f1", MAC: "0c:c4:7a:aa:10:02", Reason: "25 Gb/s, the second fastest"},
+		},
+		Addresses: []wire.PlanAddress{
+			{Interface: "boot", Address: "10.0.0.21/24", Subnet: "10.0.0.0/24", How: "auto", Held: true, Reason: "the machine holds it already (deployed)"},
+			{Interface: "bond0.20", Address: "10.0.20.121/24", Subnet: "10.0.20.0/24", How: "static", Reason: "static: pinned by rollcall net set -static"},
+		},
+		Notes:         []string{"bond0: 802.3ad (the default mode)"},
+		NetworkConfig: "network:\n  version: 2\n", UdevRules: "# rules\n", UdevRulesPath: "/etc/udev/rules.d/70-rollcall-net.rules",
+	}, nil
+}
+
 func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -381,6 +417,26 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 		return "deleted", nil
 	case "deploy", "release", "cancel":
 		return f.doDeploy(i, a)
+	case "rename":
+		// As the API: a DNS label, unique in the fleet.
+		if !validName(a.Arg) {
+			return "", fmt.Errorf("name %q must be a DNS label: lowercase letters, digits and '-', 1 to 63 characters", a.Arg)
+		}
+		for _, o := range f.machines {
+			if o.Name == a.Arg && o.ID != f.machines[i].ID {
+				return "", fmt.Errorf("name %q is taken by machine %s", a.Arg, o.ID)
+			}
+		}
+		f.machines[i].Name = a.Arg
+		f.bump()
+		return "named " + a.Arg, nil
+	case "bmc-clear":
+		if f.machines[i].BMC == nil {
+			return "", fmt.Errorf("BMC of machine %s: not found", f.machines[i].ID)
+		}
+		f.machines[i].BMC = nil
+		f.bump()
+		return "BMC cleared: powered by hand until one is set", nil
 	}
 	return "", errors.New("unknown action " + a.Kind)
 }

@@ -284,6 +284,7 @@ func (c *console) fillMachines() {
 
 func (c *console) openMachine(id, back string) {
 	c.detailID, c.detail, c.jobs, c.detailErr, c.deployJobs = id, nil, nil, nil, nil
+	c.plan, c.planErr = nil, nil
 	c.back = back
 	c.show("machine")
 	c.app.SetFocus(c.machineTV)
@@ -381,6 +382,7 @@ func (c *console) renderMachine() {
 		}
 	}
 	c.renderDeployment(&b)
+	c.renderPlan(&b)
 	b.WriteString("\n[yellow]Events[-]\n")
 	if len(d.Events) == 0 {
 		b.WriteString("  none\n")

@@ -465,7 +465,9 @@ func (s *Server) putRack(c *gin.Context) error {
 	now := time.Now().UTC()
 	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.RackPut{Rack: rack, Now: now})
 	if err != nil {
-		return err
+		// A rack refuses a change only for a height below the machines
+		// it holds: that is the field to correct.
+		return onField(err, "height", "conflict")
 	}
 	// Its machines stand where it does, which rules may read.
 	_, at, err := s.followAutoTags(c.Request.Context(), held, nil, now)

@@ -242,6 +242,41 @@ func (s *Server) postRecommission(c *gin.Context) error {
 	return s.respondMachine(c, http.StatusOK, m.ID, idx)
 }
 
+// postRename is POST /api/v1/machines/:id/rename. A bad or taken name is
+// answered about the field name, so a form shows it there; the state
+// machine checks again (another rename may take the name in between).
+func (s *Server) postRename(c *gin.Context) error {
+	var req wire.RenameMachineRequest
+	if err := decodeBody(c, maxBodyBytes, &req); err != nil {
+		return err
+	}
+	if err := store.ValidName(req.Name); err != nil {
+		return FieldError("name", "%s", store.Public(err))
+	}
+	m, err := s.machineRef(c)
+	if err != nil {
+		return err
+	}
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineRename{ID: m.ID, Name: req.Name, Now: time.Now().UTC()})
+	if err != nil {
+		return onField(err, "name", "conflict", "invalid")
+	}
+	return s.respondMachine(c, http.StatusOK, m.ID, idx)
+}
+
+// onField points a store refusal of one of codes at a request field, for
+// a handler that knows the only field such a refusal can concern (the
+// name of a rename, the height of a rack); other errors pass as they are.
+// The message stays the store's public text.
+func onField(err error, field string, codes ...string) error {
+	code := store.Code(err)
+	k, ok := kinds[code]
+	if !ok || !slices.Contains(codes, code) {
+		return err
+	}
+	return &Error{Status: k.status, Code: code, Message: store.Public(err), Field: field, cause: err}
+}
+
 func (s *Server) deleteMachine(c *gin.Context) error {
 	m, err := s.machineRef(c)
 	if err != nil {

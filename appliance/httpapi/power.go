@@ -225,6 +225,20 @@ func (s *Server) putBMC(c *gin.Context) error {
 	return s.respondMachine(c, http.StatusOK, m.ID, 0)
 }
 
+// deleteBMC is DELETE /api/v1/machines/:id/bmc: the machine forgets its
+// BMC, sealed password and certificate pin included.
+func (s *Server) deleteBMC(c *gin.Context) error {
+	m, err := s.machineRef(c)
+	if err != nil {
+		return err
+	}
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.BMCClear{Machine: m.ID, Now: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	return s.respondMachine(c, http.StatusOK, m.ID, idx)
+}
+
 func (s *Server) getBMCDrivers(c *gin.Context) error {
 	c.JSON(http.StatusOK, wire.DriverList{Drivers: convert(s.cfg.Power.Drivers(), wireDriver)})
 	return nil

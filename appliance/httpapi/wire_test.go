@@ -218,7 +218,7 @@ func TestWireTypesAreWritten(t *testing.T) {
 // unconverted are the wire types no conversion writes from a record, and
 // why none needs to.
 var unconverted = map[string]string{
-	"EnlistRequest": "a request", "CreateMachineRequest": "a request", "JoinCodeRequest": "a request",
+	"EnlistRequest": "a request", "CreateMachineRequest": "a request", "RenameMachineRequest": "a request", "JoinCodeRequest": "a request",
 	"FabricRequest": "a request", "VLANRequest": "a request", "VLANUpdate": "a request", "SubnetRequest": "a request",
 	"RangeRequest": "a request", "ReserveRequest": "a request", "AllocateRequest": "a request", "ImageRequest": "a request",
 	"PowerRequest": "a request", "BootdevRequest": "a request", "BMCRequest": "a request", "ExportRequest": "a request",

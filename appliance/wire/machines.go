@@ -68,6 +68,12 @@ type CreateMachineRequest struct {
 	MACs []string `json:"macs"`
 }
 
+// RenameMachineRequest is POST /api/v1/machines/{id}/rename: the
+// machine's new name, a DNS label no other machine holds.
+type RenameMachineRequest struct {
+	Name string `json:"name"`
+}
+
 // BMCView is a machine's BMC as the API shows it: never the password, only
 // whether one is sealed on record.
 type BMCView struct {

@@ -153,7 +153,7 @@ func startCluster(ctx context.Context, dir string, verbose bool) (*cluster, erro
 		var jc struct {
 			Code string `json:"code"`
 		}
-		if _, err := c.do(ctx, "POST", c.url(0, "/api/v1/cluster/join-codes"), "admin", nil, &jc); err != nil {
+		if _, err := c.call(ctx, "POST", c.url(0, "/api/v1/cluster/join-codes"), "admin", nil, &jc); err != nil {
 			c.close()
 			return nil, fmt.Errorf("join code for n%d: %w", k, err)
 		}
@@ -251,6 +251,51 @@ func (c *cluster) do(ctx context.Context, method, url, auth string, body []byte,
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// noLeaderWait bounds how long a request keeps retrying 503s: an election
+// under a loaded two-core machine takes a few seconds, rarely ten.
+var noLeaderWait = 30 * time.Second
+
+// backoff is the pause before retry attempt+1 of a 503: doubling from
+// 50 ms up to 2 s, with full jitter so that a burst of clients refused
+// together does not come back together.
+func backoff(attempt int) time.Duration {
+	d := min(50*time.Millisecond<<min(attempt, 6), 2*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleepCtx sleeps d or until ctx ends; it reports whether ctx ended.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return true
+	}
+}
+
+// call is do for the bench's own requests (join codes, boot tokens, tag
+// saves, racks, placements): a 503 no_leader answer, which an election
+// gives every write for a moment and which says nothing was proposed, is
+// retried with backoff for up to noLeaderWait instead of failing the run.
+// Other answers, a 503 unknown_outcome included (it may have been
+// applied), are returned as they are.
+func (c *cluster) call(ctx context.Context, method, url, auth string, body []byte, out any) (int, error) {
+	deadline := time.Now().Add(noLeaderWait)
+	for attempt := 0; ; attempt++ {
+		status, err := c.do(ctx, method, url, auth, body, out)
+		var ae *apiErr
+		if !errors.As(err, &ae) || ae.status != http.StatusServiceUnavailable || ae.code != "no_leader" || time.Now().After(deadline) {
+			return status, err
+		}
+		logf("%s %s: no leader (attempt %d), retrying", method, url, attempt+1)
+		if sleepCtx(ctx, backoff(attempt)) {
+			return status, err
+		}
+	}
 }
 
 // follower is a node that is not the leader.
@@ -382,7 +427,7 @@ func run(ctx context.Context, cfg config) error {
 			Token string `json:"token"`
 		}
 		body, _ := json.Marshal(map[string]string{"mac": mac})
-		if _, err := c.do(ctx, "POST", c.url(i%3, "/api/v1/boot-tokens"), "admin", body, &tok); err != nil {
+		if _, err := c.call(ctx, "POST", c.url(i%3, "/api/v1/boot-tokens"), "admin", body, &tok); err != nil {
 			return fmt.Errorf("boot token for %s: %w", mac, err)
 		}
 		tokens[i] = tok.Token
@@ -405,7 +450,7 @@ func run(ctx context.Context, cfg config) error {
 			ID string `json:"id"`
 		} `json:"machines"`
 	}
-	if _, err := c.do(ctx, "GET", c.url(f, "/api/v1/machines?min_index="+strconv.FormatUint(ing.maxIndex, 10)), "admin", nil, &warm); err != nil {
+	if _, err := c.call(ctx, "GET", c.url(f, "/api/v1/machines?min_index="+strconv.FormatUint(ing.maxIndex, 10)), "admin", nil, &warm); err != nil {
 		return fmt.Errorf("list warm-up: %w", err)
 	}
 	ids := make([]string, 0, len(warm.Machines))
@@ -540,8 +585,11 @@ func ingest(ctx context.Context, c *cluster, cfg config, bodies [][]byte, tokens
 				t0 := time.Now()
 				var err error
 				unknown := false
-				// An agent retries a 503 (no leader, unknown outcome) for
-				// a while: elections under load take a few seconds.
+				// An agent retries a 503 (no leader, unknown outcome) with
+				// backoff for a while: elections under load take a few
+				// seconds. An unknown outcome that was applied shows as a
+				// 409 on the retry (counted below as stored late).
+				deadline := time.Now().Add(noLeaderWait)
 				for attempt := 0; ; attempt++ {
 					var status int
 					status, err = c.do(ictx, "POST", c.url(i%3, "/api/v1/commission"), tokens[i], bodies[i], &reply)
@@ -552,11 +600,13 @@ func ingest(ctx context.Context, c *cluster, cfg config, bodies [][]byte, tokens
 						mu.Unlock()
 						unknown = unknown || ae.code == "unknown_outcome"
 					}
-					if err == nil || status != http.StatusServiceUnavailable || attempt == 20 || ictx.Err() != nil {
+					if err == nil || status != http.StatusServiceUnavailable || time.Now().After(deadline) || ictx.Err() != nil {
 						break
 					}
 					retries.Add(1)
-					time.Sleep(250 * time.Millisecond)
+					if sleepCtx(ictx, backoff(attempt)) {
+						break
+					}
 				}
 				if err != nil {
 					if ictx.Err() != nil {

@@ -44,7 +44,7 @@ func tagPhase(ctx context.Context, c *cluster, follower, lists int) (tagResult, 
 			Matched int    `json:"matched"`
 		}
 		t0 := time.Now()
-		if _, err := c.do(ctx, method, c.url(leader, path), "admin", body, &saved); err != nil {
+		if _, err := c.call(ctx, method, c.url(leader, path), "admin", body, &saved); err != nil {
 			return res, fmt.Errorf("save tag rule %s: %w", rule, err)
 		}
 		answer := time.Since(t0)
@@ -75,13 +75,13 @@ func tagPhase(ctx context.Context, c *cluster, follower, lists int) (tagResult, 
 		logf("tag save %d (%s): %d machines matched, answered in %s, on every node in %s", i+1, rule, s.matched, ms(s.answer), ms(s.took))
 	}
 	// A rack for the matched machines, in one bulk command.
-	if _, err := c.do(ctx, "PUT", c.url(leader, "/api/v1/racks/bench-r1"), "admin", []byte(`{}`), nil); err != nil {
+	if _, err := c.call(ctx, "PUT", c.url(leader, "/api/v1/racks/bench-r1"), "admin", []byte(`{}`), nil); err != nil {
 		return res, fmt.Errorf("rack: %w", err)
 	}
 	var loc struct {
 		Index uint64 `json:"index"`
 	}
-	if _, err := c.do(ctx, "POST", c.url(leader, "/api/v1/locations"), "admin", []byte(`{"tag":"`+tag+`","rack":"bench-r1"}`), &loc); err != nil {
+	if _, err := c.call(ctx, "POST", c.url(leader, "/api/v1/locations"), "admin", []byte(`{"tag":"`+tag+`","rack":"bench-r1"}`), &loc); err != nil {
 		return res, fmt.Errorf("bulk location: %w", err)
 	}
 	if _, err := countList(ctx, c, follower, "rack=bench-r1&min_index="+strconv.FormatUint(loc.Index, 10)); err != nil {

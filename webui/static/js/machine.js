@@ -23,9 +23,12 @@ export function mount(main, route) {
   let jobs = [];
   let invKey = null;
   let seenEvents = null;
-  // Rename needs PATCH /api/v1/machines/{id}, which not every node has.
+  // Rename and clearing a BMC need routes an older node (a rolling
+  // upgrade) lacks: offered once this node says it serves them.
   let canRename = false;
-  hasRoute('PATCH', '/api/v1/machines/{id}').then((ok) => { canRename = ok; if (ok && detail) draw(); });
+  let canClearBMC = false;
+  hasRoute('POST', '/api/v1/machines/{id}/rename').then((ok) => { canRename = ok; if (ok && detail) draw(); });
+  hasRoute('DELETE', '/api/v1/machines/{id}/bmc').then((ok) => { canClearBMC = ok; if (ok && detail) draw(); });
 
   const head = h('div', { class: 'page-head' });
   const actionbar = h('div', { class: 'actionbar', role: 'toolbar', 'aria-label': 'Actions on this machine' },
@@ -55,9 +58,12 @@ export function mount(main, route) {
   }
 
   async function load() {
+    // By its ID once known (the page moves to it, below): a machine
+    // renamed while it is shown stays shown.
+    const key = detail ? detail.id : ref;
     const [d, j] = await Promise.all([
-      get(`/api/v1/machines/${enc(ref)}`, { signal: ctrl.signal }),
-      get(`/api/v1/machines/${enc(ref)}/jobs`, { signal: ctrl.signal }).catch(() => ({ data: { jobs: [] } })),
+      get(`/api/v1/machines/${enc(key)}`, { signal: ctrl.signal }),
+      get(`/api/v1/machines/${enc(key)}/jobs`, { signal: ctrl.signal }).catch(() => ({ data: { jobs: [] } })),
     ]);
     detail = d.data;
     jobs = j.data?.jobs || [];
@@ -72,7 +78,7 @@ export function mount(main, route) {
     head.replaceChildren(
       h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/machines' }, 'Machines'), h('span', { 'aria-hidden': 'true' }, ' › '), h('span', { 'aria-current': 'page' }, m.name || m.id)),
       h('h1', { tabindex: '-1' }, m.name || m.id, ' ', stateBadge(m.state),
-        canRename ? h('button', { type: 'button', class: 'link small', id: 'rename', onclick: () => renameDialog(m) }, 'Rename…') : null),
+        canRename ? h('button', { type: 'button', class: 'link small', id: 'rename', onclick: () => rename(m) }, 'Rename…') : null),
       h('p', { class: 'muted sub' }, [m.name ? m.id : null, [s.manufacturer, s.product].filter(Boolean).join(' '), m.serial ? `serial ${m.serial}` : null]
         .filter(Boolean).join(' · ')));
     if (focusedHeading) head.querySelector('h1').focus();
@@ -92,6 +98,10 @@ export function mount(main, route) {
         ...secs.map(([k, t]) => [`inv-${k}`, t])].map(([target, t]) => h('li', {},
         h('button', { type: 'button', class: 'link', onclick: () => jump(target) }, t)))));
     }
+  }
+
+  async function rename(m) {
+    if (await renameDialog(m)) load().catch(fail);
   }
 
   function jump(target) {
@@ -151,7 +161,7 @@ export function mount(main, route) {
     let body;
     const buttons = h('div', { class: 'buttons start' },
       h('button', { type: 'button', id: 'edit-bmc', onclick: () => bmcDialog(detail) }, b ? 'Change BMC…' : 'Set BMC…'),
-      b && b.driver !== 'manual' ? h('button', { type: 'button', class: 'danger-text', id: 'clear-bmc', onclick: () => clearBMCDialog(detail) }, 'Clear BMC…') : null);
+      b && canClearBMC ? h('button', { type: 'button', class: 'danger-text', id: 'clear-bmc', onclick: () => clearBMCDialog(detail) }, 'Clear BMC…') : null);
     if (!b) {
       body = [empty('No BMC known. The commissioning agent sets one up through in-band IPMI, or set one here.'), buttons];
     } else {
@@ -227,6 +237,12 @@ export function mount(main, route) {
   }
 
   load().then(() => {
+    if (detail.id !== ref) {
+      // Opened by name: the page is the machine's, at its ID, so that every
+      // part of it (network, deployment) follows it through a rename.
+      location.replace(`#/machines/${enc(detail.id)}`);
+      return;
+    }
     // Wake up on any change to machines or events, then read this machine again.
     let firstAnswer = true;
     watch(`/api/v1/machines?q=${enc(detail.id)}`, () => {

@@ -3,7 +3,7 @@
 // dialog that stays open while the API refuses, with the refusal beside
 // the field it concerns.
 
-import { get, post, put, patch, enc } from './api.js';
+import { get, post, put, del, enc } from './api.js';
 import { h } from './dom.js';
 import { formDialog, trimmed, split } from './forms.js';
 import { asset } from './fleet.js';
@@ -30,13 +30,14 @@ export function addMachineDialog() {
   });
 }
 
-// renameDialog gives a machine a new name (PATCH /api/v1/machines/{id}).
+// renameDialog gives a machine a new name (POST …/rename). A name that
+// is taken or not a DNS label comes back about the field name.
 export function renameDialog(m) {
   return formDialog({
     title: `Rename ${nameOf(m)}`,
-    fields: [{ name: 'name', label: 'New name', value: m.name || '', required: true, help: 'A DNS label: lowercase letters, digits and -. Templates and DNS see the new name at once.' }],
+    fields: [{ name: 'name', label: 'New name', value: m.name || '', required: true, help: 'A DNS label: lowercase letters, digits and -, unique in the fleet. Templates and DNS see the new name at once.' }],
     confirm: 'Rename',
-    submit: async (v) => (await patch(path(m), { name: v.name.trim() })).data,
+    submit: async (v) => (await post(`${path(m)}/rename`, { name: v.name.trim() })).data,
   });
 }
 
@@ -95,18 +96,18 @@ export async function bmcDialog(m) {
   });
 }
 
-// clearBMCDialog leaves the machine without power control: the manual
-// driver, no address, no user, no password (the API has no DELETE for a
-// BMC; this is what the CLI's `bmc ID -driver manual` does).
+// clearBMCDialog makes the machine forget its BMC (DELETE …/bmc, as the
+// CLI's `bmc clear ID`): driver, address, user, settings and the sealed
+// password all go, and it is powered by hand until a BMC is set again.
 export function clearBMCDialog(m) {
   return formDialog({
     title: `Clear the BMC of ${nameOf(m)}`,
-    body: [h('p', {}, 'The machine keeps no BMC address, user or password, and is powered by hand (driver manual) until a BMC is set again.'),
+    body: [h('p', {}, 'The machine keeps no BMC driver, address, user or password, and is powered by hand until a BMC is set again (here, with the CLI, or by its next commissioning).'),
       h('p', { class: 'warn' }, 'The sealed password is dropped.')],
     fields: [],
     confirm: 'Clear BMC',
     danger: true,
-    submit: async () => (await put(`${path(m)}/bmc`, { driver: 'manual', address: '', user: '', settings: {} })).data || {},
+    submit: async () => (await del(`${path(m)}/bmc`)).data || {},
   });
 }
 
@@ -114,7 +115,10 @@ const locationFields = (loc = {}, one = true) => [
   { name: 'building', label: 'Building', value: loc.building || '' },
   { name: 'room', label: 'Room', value: loc.room || '' },
   { name: 'rack', label: 'Rack', value: loc.rack || '', help: 'A rack is created (42U) the first time a machine is placed in it.' },
-  { name: 'unit', label: 'Unit', type: 'number', min: 1, max: 99, value: loc.unit || '', help: one ? 'The lowest unit it takes, 1 at the bottom.' : 'Leave empty for several machines: two machines in one unit are refused.' },
+  // The API names units U24 or U20-21 ("… at U20-21 and … at U21 in rack R5
+  // share a unit"): those messages are about this field, not the rack's.
+  { name: 'unit', label: 'Unit', type: 'number', min: 1, max: 99, value: loc.unit || '', help: one ? 'The lowest unit it takes, 1 at the bottom.' : 'Leave empty for several machines: two machines in one unit are refused.',
+    match: [/\bunit\b/i, /\bU\d+\b/] },
   { name: 'height', label: 'Height (units)', type: 'number', min: 1, max: 99, value: loc.height || '', help: 'A 2U server takes two units.' },
   { name: 'asset', label: 'Asset tag', value: asset(loc), match: /\basset[ _]?(tag)?\b/i },
 ];

@@ -144,4 +144,10 @@ func main() {
 	record(out, "delete.json", "DELETE", "/api/v1/machines/"+sp.ID, nil)
 	record(out, "notfound.json", "GET", "/api/v1/machines/"+sp.ID, nil)
 	record(out, "recommission-ok.json", "POST", "/api/v1/machines/"+en.ID+"/recommission", nil)
+	record(out, "network-plan.json", "GET", "/api/v1/machines/"+en.ID+"/network-plan", nil)
+	call("POST", "/api/v1/machines", map[string]any{"name": "other-01"})
+	record(out, "rename-taken.json", "POST", "/api/v1/machines/"+en.ID+"/rename", map[string]string{"name": "other-01"})
+	record(out, "rename.json", "POST", "/api/v1/machines/"+en.ID+"/rename", map[string]string{"name": "ready-01"})
+	record(out, "bmc-clear.json", "DELETE", "/api/v1/machines/"+en.ID+"/bmc", nil)
+	record(out, "bmc-none.json", "DELETE", "/api/v1/machines/"+en.ID+"/bmc", nil)
 }
