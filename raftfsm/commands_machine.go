@@ -32,9 +32,9 @@ type MachineEvent struct {
 
 // MachineRename gives a machine a new name. Names are unique: a name
 // another machine holds is refused with that machine's ID. Templates, tag
-// rules and DNS see the new name from this index on; auto tags are not
-// re-evaluated here (a rule over .Node.Name follows at the next
-// commissioning or tag save, as every other rule does).
+// rules and DNS see the new name from this index on; the proposer then
+// evaluates the tag rules over the renamed machine (a rule may read
+// .Node.Name) and proposes what changes, as after a manual tag change.
 type MachineRename struct {
 	ID   string    `json:"id"`
 	Name string    `json:"name"`

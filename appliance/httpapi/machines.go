@@ -257,11 +257,17 @@ func (s *Server) postRename(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineRename{ID: m.ID, Name: req.Name, Now: time.Now().UTC()})
+	now := time.Now().UTC()
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.MachineRename{ID: m.ID, Name: req.Name, Now: now})
 	if err != nil {
 		return onField(err, "name", "conflict", "invalid")
 	}
-	return s.respondMachine(c, http.StatusOK, m.ID, idx)
+	// Rules may read a machine's name (.Node.Name), as its manual tags.
+	_, at, err := s.followAutoTags(c.Request.Context(), []string{m.ID}, nil, now)
+	if err != nil {
+		return err
+	}
+	return s.respondMachine(c, http.StatusOK, m.ID, max(idx, at))
 }
 
 // onField points a store refusal of one of codes at a request field, for
