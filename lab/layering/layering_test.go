@@ -166,6 +166,11 @@ var rules = map[string]rule{
 	"agent/deploy":             {why: "the deploy mode: a leaf that reaches the server through the Server interface it declares; its tests use the agent's real client", tests: []string{"agent", "lab/testenv"}},
 	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/deploy", "agent/sysinit"}},
 
+	// The appliance ISO (issue 21).
+	"buildroot/grubenv": {why: "GRUB's environment block, read and rewritten in place: a leaf", tests: []string{"lab/testenv"}},
+	"buildroot/disklayout": {why: "the installed disk's GPT plan and the lookup by partition name: a leaf",
+		tests: []string{"lab/deployimage/gpt", "lab/testenv"}},
+
 	// Programs and labs at the edge.
 	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
 	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
