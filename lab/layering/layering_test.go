@@ -240,6 +240,8 @@ var against = map[edge]string{
 		"encoding raftfsm owns; it reaches the cluster only through the two methods its Cluster interface declares",
 	{"power/jobs", "lab/bench/dhcp/replica", true}: "the runner's tests run several nodes on one replicated " +
 		"store (FSMs fed one log, no network), so a job queued on one node and run on another behaves as on a cluster",
+	{"buildroot/disklayout", "lab/deployimage/gpt", true}: "the plan written by sgdisk is read back by the deploy " +
+		"image's GPT reader, an implementation independent of the planner",
 	{"webui", "appliance/wire", true}: "the browser tests call a real node's API (appliance/nodetest) with its request types " +
 		"and read its answers as the API's own types",
 }
