@@ -61,6 +61,7 @@ func Run(ctx context.Context, log *slog.Logger, out io.Writer) error {
 	if err := sysinit.MountEFIVars(); err != nil {
 		log.Warn("efivarfs", "err", err)
 	}
+	fmt.Fprintf(out, "Rollcall %s: firmware %s\n", version, firmwareMode())
 	if err := sysinit.LinkUp("lo"); err != nil {
 		log.Warn("lo up", "err", err)
 	}
@@ -289,6 +290,23 @@ func interactive(ctx context.Context, log *slog.Logger) error {
 		log.Warn("rollcall setup ended; starting it again", "err", err)
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// firmwareMode says how the machine booted: "bios", or "uefi" with
+// Secure Boot on or off (the SecureBoot variable: 4 bytes of attributes,
+// then the value).
+func firmwareMode() string {
+	if _, err := os.Stat("/sys/firmware/efi"); err != nil {
+		return "bios"
+	}
+	b, err := os.ReadFile("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d0-aa0d-00e098032b8c")
+	switch {
+	case err != nil || len(b) < 5:
+		return "uefi, secure boot unknown"
+	case b[4] == 1:
+		return "uefi, secure boot on"
+	}
+	return "uefi, secure boot off"
 }
 
 func readFile(p string) string {
