@@ -91,7 +91,7 @@ func TestBootISO(t *testing.T) {
 
 			web, fp := waitBanner(t, ctx, serial)
 			up := time.Since(start)
-			if b, _ := os.ReadFile(serial); !strings.Contains(string(b), "Rollcall boot-test: "+c.firmware+"\n") {
+			if b, _ := os.ReadFile(serial); !strings.Contains(string(b), "Rollcall boot-test: "+c.firmware) {
 				t.Errorf("the console does not say %q", c.firmware)
 			}
 			client := nsClient(ns)

@@ -299,10 +299,12 @@ func firmwareMode() string {
 	if _, err := os.Stat("/sys/firmware/efi"); err != nil {
 		return "bios"
 	}
-	b, err := os.ReadFile("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d0-aa0d-00e098032b8c")
+	b, err := os.ReadFile("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c")
 	switch {
-	case err != nil || len(b) < 5:
-		return "uefi, secure boot unknown"
+	case err != nil:
+		return fmt.Sprintf("uefi, secure boot unknown (%v)", err)
+	case len(b) < 5:
+		return fmt.Sprintf("uefi, secure boot unknown (%d bytes)", len(b))
 	case b[4] == 1:
 		return "uefi, secure boot on"
 	}
