@@ -7,8 +7,6 @@
 package debkernel
 
 import (
-	"bytes"
-	"debug/elf"
 	"fmt"
 	"io/fs"
 	"os"
@@ -237,31 +235,17 @@ func ModulesDep(dir string) (string, error) {
 }
 
 func modinfoDepends(file string) ([]string, error) {
-	f, err := elf.Open(file)
-	if err != nil {
+	info, err := ModInfo(file)
+	if err != nil || len(info["depends"]) == 0 {
 		return nil, err
 	}
-	defer f.Close()
-	sec := f.Section(".modinfo")
-	if sec == nil {
-		return nil, nil
-	}
-	data, err := sec.Data()
-	if err != nil {
-		return nil, err
-	}
-	for _, kv := range bytes.Split(data, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
-			var out []string
-			for _, d := range strings.Split(string(v), ",") {
-				if d != "" {
-					out = append(out, d)
-				}
-			}
-			return out, nil
+	var out []string
+	for _, d := range strings.Split(info["depends"][0], ",") {
+		if d != "" {
+			out = append(out, d)
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 func moduleName(file string) string {

@@ -37,6 +37,20 @@ const (
 // owners are root and every time stamp is mtime; the gzip header carries no
 // name and no time.
 func Write(w io.Writer, entries []Entry, mtime int64) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
+	if err != nil {
+		return err
+	}
+	if err := WriteNewc(zw, entries, mtime); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// WriteNewc writes entries as Write does, without the compression: for a
+// caller that compresses the archive itself (the appliance ISO's initramfs
+// is zstd, which the kernel unpacks faster than gzip).
+func WriteNewc(w io.Writer, entries []Entry, mtime int64) error {
 	all := map[string]Entry{}
 	implied := map[string]bool{} // directories added as parents
 	for _, e := range entries {
@@ -60,11 +74,7 @@ func Write(w io.Writer, entries []Entry, mtime int64) error {
 	}
 	sort.Strings(names)
 
-	zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(zw, 1<<20)
+	bw := bufio.NewWriterSize(w, 1<<20)
 	off := int64(0)
 	write := func(b []byte) error {
 		n, err := bw.Write(b)
@@ -104,8 +114,5 @@ func Write(w io.Writer, entries []Entry, mtime int64) error {
 	if err := header(0, Entry{Name: "TRAILER!!!"}, 1); err != nil {
 		return err
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return zw.Close()
+	return bw.Flush()
 }

@@ -166,6 +166,18 @@ var rules = map[string]rule{
 	"agent/deploy":             {why: "the deploy mode: a leaf that reaches the server through the Server interface it declares; its tests use the agent's real client", tests: []string{"agent", "lab/testenv"}},
 	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/deploy", "agent/sysinit"}},
 
+	// The appliance ISO (issue 21).
+	"buildroot/grubenv": {why: "GRUB's environment block, read and rewritten in place: a leaf", tests: []string{"lab/testenv"}},
+	"buildroot/disklayout": {why: "the installed disk's GPT plan and the lookup by partition name: a leaf",
+		tests: []string{"lab/deployimage/gpt", "lab/testenv"}},
+
+	"buildroot": {why: "builds the ISO by running go build, grub-mkimage, mkfs.vfat, mtools and xorriso; the kernel from Debian's package and the initramfs writer the commissioning image uses",
+		imports: []string{"images/debkernel", "images/initramfs"}},
+	"buildroot/initsys": {why: "the ISO's PID 1: the agent's PID 1 chores (mounts, finit_module by modalias, netlink), the CA fingerprint's definition; rollcall itself runs as a process",
+		imports: []string{"agent/sysinit", "appliance/pki"}},
+	"buildroot/cmd/build-iso":     {why: "the ISO builder's command", imports: []string{"buildroot"}},
+	"buildroot/cmd/rollcall-init": {why: "the ISO's /init: main only", imports: []string{"buildroot/initsys"}},
+
 	// Programs and labs at the edge.
 	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
 	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
@@ -235,6 +247,11 @@ var against = map[edge]string{
 		"encoding raftfsm owns; it reaches the cluster only through the two methods its Cluster interface declares",
 	{"power/jobs", "lab/bench/dhcp/replica", true}: "the runner's tests run several nodes on one replicated " +
 		"store (FSMs fed one log, no network), so a job queued on one node and run on another behaves as on a cluster",
+	{"buildroot/disklayout", "lab/deployimage/gpt", true}: "the plan written by sgdisk is read back by the deploy " +
+		"image's GPT reader, an implementation independent of the planner",
+	{"buildroot", "images/debkernel", false}: "the ISO boots the kernel the commissioning image boots, fetched by the " +
+		"one piece of code that fetches it (both are programs at the edge)",
+	{"buildroot", "images/initramfs", false}: "the ISO's initramfs is written by the commissioning image's reproducible writer",
 	{"webui", "appliance/wire", true}: "the browser tests call a real node's API (appliance/nodetest) with its request types " +
 		"and read its answers as the API's own types",
 }
