@@ -172,7 +172,7 @@ var rules = map[string]rule{
 		tests: []string{"lab/deployimage/gpt", "lab/testenv"}},
 
 	"buildroot": {why: "builds the ISO by running go build, grub-mkimage, mkfs.vfat, mtools and xorriso; the kernel from Debian's package and the initramfs writer the commissioning image uses",
-		imports: []string{"images/debkernel", "images/initramfs"}},
+		imports: []string{"images/debkernel", "images/initramfs"}, tests: []string{"lab/testenv"}},
 	"buildroot/initsys": {why: "the ISO's PID 1: the agent's PID 1 chores (mounts, finit_module by modalias, netlink), the CA fingerprint's definition; rollcall itself runs as a process",
 		imports: []string{"agent/sysinit", "appliance/pki"}},
 	"buildroot/cmd/build-iso":     {why: "the ISO builder's command", imports: []string{"buildroot"}},
