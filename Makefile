@@ -77,6 +77,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseBootCSV -fuzztime 30s ./agent/deploy/
 	$(GO) test -run '^$$' -fuzz FuzzUserData -fuzztime 30s ./appliance/deploy/
 	$(GO) test -run '^$$' -fuzz FuzzProgressBody -fuzztime 30s ./appliance/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzParseNode -fuzztime 30s ./appliance/boottoken/
 
 clean:
 	rm -rf bin
