@@ -87,6 +87,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime 30s ./agent/sysinit/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./buildroot/grubenv/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./buildroot/initsys/
+	$(GO) test -run '^$$' -fuzz FuzzParseNode -fuzztime 30s ./appliance/boottoken/
 
 clean:
 	rm -rf bin

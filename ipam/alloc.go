@@ -220,9 +220,9 @@ func checkClaim(tx *store.Tx, a store.Address, own bool) (store.Address, store.S
 		return a, s, invalid("%s is not a host address of %s", a.IP, s.CIDR)
 	}
 	switch a.How {
-	case store.HowAuto, store.HowStatic, store.HowPinned, store.HowReserved, store.HowDHCP, store.HowAdopted:
+	case store.HowAuto, store.HowStatic, store.HowPinned, store.HowReserved, store.HowDHCP, store.HowAdopted, store.HowStateless:
 	default:
-		return a, s, invalid("address kind %q is not one of auto, static, pinned, reserved, dhcp", a.How)
+		return a, s, invalid("address kind %q is not one of auto, static, pinned, reserved, dhcp, stateless", a.How)
 	}
 	if err := CheckIface(a.Interface); err != nil {
 		return a, s, err
@@ -255,7 +255,7 @@ func checkClaim(tx *store.Tx, a store.Address, own bool) (store.Address, store.S
 		}
 	}
 	switch a.How {
-	case store.HowAuto, store.HowStatic, store.HowPinned:
+	case store.HowAuto, store.HowStatic, store.HowPinned, store.HowStateless:
 		if in != nil && in.Kind != store.RangeStatic {
 			return a, s, conflict("%s is inside %s range %s–%s", a.IP, in.Kind, in.First, in.Last)
 		}

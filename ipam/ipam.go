@@ -357,7 +357,7 @@ func CheckRange(tx *store.Tx, r store.Range) error {
 		if s.Gateway.IsValid() && r.Contains(s.Gateway) {
 			return conflict("dynamic range %s–%s holds the gateway %s of %s", r.First, r.Last, s.Gateway, s.CIDR)
 		}
-		if a, ok := firstUsedIn(tx, r.First, r.Last, store.HowReserved, store.HowStatic, store.HowPinned, store.HowAuto); ok {
+		if a, ok := firstUsedIn(tx, r.First, r.Last, store.HowReserved, store.HowStatic, store.HowPinned, store.HowAuto, store.HowStateless); ok {
 			return conflict("dynamic range %s–%s holds %s (%s %s)", r.First, r.Last, a.IP, a.How, nameOf(a))
 		}
 	}

@@ -105,6 +105,11 @@ var bodyPairs = []bodyPair{
 		"PhoneHost":  "the PhoneHome's hostname",
 		"Index":      "stamped by the store",
 	}),
+	pair(ProfileBody, Profile.record, map[string]string{
+		"Created": "the Now of the ProfilePut that creates the profile",
+		"Index":   "stamped by the store",
+	}),
+	pair(OverlayFileBody, OverlayFile.record, nil),
 }
 
 // TestBodiesDecideEveryField fails when a store record gains a field that

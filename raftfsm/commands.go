@@ -91,6 +91,15 @@ const (
 	TypeJobCancel       Type = 133
 	TypeJobTimeout      Type = 134
 	TypePhoneHome       Type = 135
+
+	TypeProfilePut    Type = 140
+	TypeProfileDelete Type = 141
+	TypeAssign        Type = 142
+	TypeUnassign      Type = 143
+	TypeOverlayPut    Type = 144
+	TypeOverlayDelete Type = 145
+	TypeStatelessSeen Type = 146
+	TypeMungeKeySet   Type = 147
 )
 
 // Command is a replicated change. apply runs inside the state machine's
@@ -128,7 +137,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands())
+		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands(), statelessCommands())
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

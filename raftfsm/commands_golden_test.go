@@ -288,6 +288,26 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&JobCancel{Job: "j-0000019ad5a1c0de", Requester: "admin", Now: gt(56)},
 		&JobTimeout{Job: "j-0000019ad5a1c0de", Basis: gt(57), After: 30 * time.Minute, Now: gt(58)},
 		&PhoneHome{Job: "j-0000019ad5a1c0de", Hostname: "node1.lab.example", Now: gt(59)},
+
+		&ProfilePut{Profile: Profile{
+			Name: "compute", Image: "compute-debian13", Overlays: []string{"compute", "gres"}, Args: "console=ttyS0,115200 quiet",
+			NameFormat: "node%03d", NameFirst: 1, NameLast: 999, Subnets: []string{"10.20.0.0/24", "fd00:20::/64"},
+			Vars: map[string]string{"authorized_keys": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGolden op@example", "slurm_controller": "head1"},
+		}, Replace: true, Now: gt(60)},
+		&ProfileDelete{Name: "old-compute"},
+		&Assign{Machine: "m-00000000c0de", Profile: "compute", SSHHostKeySealed: []byte("sealed host key bytes"),
+			SSHHostKeyPub: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGoldenHostKey", Now: gt(61)},
+		&Unassign{Machine: "m-00000000c0de", Now: gt(62)},
+		&OverlayPut{Name: "compute", Files: []OverlayFile{
+			{Path: "runtime/etc/hosts.tmpl", Mode: 0o644, Content: []byte("{{ range .Nodes }}{{ .IP }} {{ .Name }}\n{{ end }}")},
+			{Path: "system/etc/munge/munge.key.tmpl", Mode: 0o400, Content: []byte("{{ .Secrets.MungeKey }}")},
+		}, Now: gt(63)},
+		&OverlayDelete{Name: "old-overlay"},
+		&StatelessSeen{Nodes: []NodeSeen{
+			{Machine: "m-00000000c0de", Generation: 4711, Time: gt(64), Booted: true},
+			{Machine: "m-00000000c0df", Generation: 4712, Time: gt(65)},
+		}},
+		&MungeKeySet{Sealed: []byte("sealed munge key bytes"), Now: gt(66)},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

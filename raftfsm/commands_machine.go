@@ -81,7 +81,14 @@ func (c *MachineCreate) apply(tx *store.Tx) error {
 	return tx.AddEvent(store.Event{Machine: c.ID, Time: c.Now, Kind: "created", Message: "machine created"})
 }
 
-func (c *MachineDelete) apply(tx *store.Tx) error { return tx.DeleteMachine(c.ID) }
+func (c *MachineDelete) apply(tx *store.Tx) error {
+	// A stateless node's name, addresses and host key go with an
+	// unassign, which a delete would leave behind.
+	if n, err := tx.StatelessNode(c.ID); err == nil {
+		return store.Errorf(store.ErrConflict, "machine %s is node %s of profile %s: unassign it first", c.ID, n.Name, n.Profile)
+	}
+	return tx.DeleteMachine(c.ID)
+}
 
 func (c *MachineRename) apply(tx *store.Tx) error {
 	if err := store.ValidName(c.Name); err != nil {

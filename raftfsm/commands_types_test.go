@@ -84,6 +84,14 @@ var pinnedTypes = map[string]struct {
 	"job-cancel":        {133, 1},
 	"job-timeout":       {134, 1},
 	"phone-home":        {135, 1},
+	"profile-put":       {140, 1},
+	"profile-delete":    {141, 1},
+	"assign":            {142, 1},
+	"unassign":          {143, 1},
+	"overlay-put":       {144, 1},
+	"overlay-delete":    {145, 1},
+	"stateless-seen":    {146, 1},
+	"munge-key-set":     {147, 1},
 
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},

@@ -69,19 +69,23 @@ const (
 // ready when cancelled before it wrote); deployed and deploy-failed →
 // releasing → ready (a failed release → deploy-failed; one cancelled
 // before it wiped → the state it left); re-commissioning takes a deployed
-// or failed machine back to new.
+// or failed machine back to new. A stateless node (stateless.go): ready →
+// stateless (assigned) → booted (its first overlay fetch); unassign takes
+// either back to ready (re-commissioning one takes an unassign first).
 var Transitions = map[string][]string{
 	StateNew:           {StateCommissioning, StateReady},
 	StateCommissioning: {StateReady, StateNew},
-	StateReady:         {StateNew, StateDeploying},
+	StateReady:         {StateNew, StateDeploying, StateStateless},
 	StateDeploying:     {StateDeployed, StateDeployFailed, StateReady},
 	StateDeployed:      {StateReleasing, StateNew},
 	StateDeployFailed:  {StateReleasing, StateNew},
 	StateReleasing:     {StateReady, StateDeployFailed, StateDeployed},
+	StateStateless:     {StateBooted, StateReady},
+	StateBooted:        {StateReady},
 }
 
 // States lists the known states in lifecycle order.
-var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing}
+var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing, StateStateless, StateBooted}
 
 // CheckTransition fails with the current state and the allowed ones when
 // from → to is not a permitted move.

@@ -54,6 +54,12 @@ func tableBit(table string) uint32 {
 		return 1 << 8
 	case TableDeployJobs:
 		return 1 << 9
+	case TableProfiles:
+		return 1 << 10
+	case TableOverlays:
+		return 1 << 11
+	case TableStatelessNodes:
+		return 1 << 12
 	}
 	return 1 << 31
 }

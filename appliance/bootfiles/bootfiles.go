@@ -64,6 +64,9 @@ type Config struct {
 	// JobToken renders the token of a deploy or release job
 	// (boottoken.MintJob), handed to the deploy agent as rollcall.job=.
 	JobToken func(job string) (string, error)
+	// NodeToken renders the token of a stateless node's assignment
+	// (boottoken.MintNode), handed to the node as rollcall.node=.
+	NodeToken func(machine string, generation uint64) (string, error)
 	// Diverged is non-nil when a consistency check found this node's store
 	// damaged: it then refuses boot scripts rather than render them from
 	// state it cannot trust. Nil: never.
@@ -90,7 +93,7 @@ func New(cfg Config) (*Server, error) {
 		set  bool
 	}{
 		{"DB", cfg.DB != nil}, {"Cluster", cfg.Cluster != nil}, {"Node", cfg.Node != ""}, {"Blobs", cfg.Blobs != nil},
-		{"Templates", cfg.Templates != nil}, {"Metrics", cfg.Metrics != nil}, {"HTTPAddr", cfg.HTTPAddr != nil}, {"BootToken", cfg.BootToken != nil}, {"JobToken", cfg.JobToken != nil},
+		{"Templates", cfg.Templates != nil}, {"Metrics", cfg.Metrics != nil}, {"HTTPAddr", cfg.HTTPAddr != nil}, {"BootToken", cfg.BootToken != nil}, {"JobToken", cfg.JobToken != nil}, {"NodeToken", cfg.NodeToken != nil},
 	} {
 		if !f.set {
 			missing = append(missing, errors.New("bootfiles: "+f.name+" is required"))

@@ -5,7 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +38,8 @@ type BootData struct {
 	Message string
 	Retry   string
 	Job     string // the deploy or release job (Action deploy)
+	Node    string // the stateless node's name (Action stateless)
+	Profile string // its profile (Action stateless)
 }
 
 // Templates are the boot templates, parsed once at start.
@@ -81,7 +82,7 @@ func loadTemplate(dataDir, name string) (*template.Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boot template %s: %w", from, err)
 	}
-	for _, a := range []string{"commission", "deploy", "poweroff", "local", "wait"} {
+	for _, a := range []string{"commission", "deploy", "stateless", "poweroff", "local", "wait"} {
 		if err := t.Execute(new(bytes.Buffer), BootData{Action: a, MAC: "52:54:00:00:00:01"}); err != nil {
 			return nil, fmt.Errorf("boot template %s (action %s): %w", from, a, err)
 		}
@@ -93,8 +94,9 @@ func loadTemplate(dataDir, name string) (*template.Template, error) {
 // commissioning machines (and those whose re-commission was asked for, which
 // puts them back in new) run the commissioning image; ready ones power off;
 // deploying and releasing ones run the agent in deploy mode with their
-// job's token; every other state (deployed, deploy-failed) boots from its
-// local disk.
+// job's token; stateless nodes (stateless, booted) boot their profile's
+// image into RAM; every other state (deployed, deploy-failed) boots from
+// its local disk.
 func bootAction(known bool, state string) string {
 	switch {
 	case !known, state == store.StateNew, state == store.StateCommissioning:
@@ -103,6 +105,8 @@ func bootAction(known bool, state string) string {
 		return "poweroff"
 	case state == store.StateDeploying, state == store.StateReleasing:
 		return "deploy"
+	case state == store.StateStateless, state == store.StateBooted:
+		return "stateless"
 	}
 	return "local"
 }
@@ -122,6 +126,7 @@ func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) 
 	var imageErr error
 	var job store.DeployJob
 	var hasJob bool
+	var sl statelessBoot
 	err := s.conf.DB.View(func(tx *store.Tx) error {
 		if ids := tx.MachineIDsByMAC(mac); mac != "" && len(ids) > 0 {
 			var err error
@@ -131,6 +136,7 @@ func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) 
 			if job, hasJob, err = tx.ActiveDeployJob(machine.ID); err != nil {
 				return err
 			}
+			sl = readStatelessBoot(tx, machine.ID)
 		}
 		image, imageErr = tx.Image(imageName)
 		return nil
@@ -149,6 +155,9 @@ func (s *Server) bootFor(mac, host string, selfPoweroff bool) (BootData, error) 
 	}
 	if data.Action == "deploy" {
 		data.Job = job.ID
+	}
+	if data.Action == "stateless" {
+		return s.statelessBoot(data, sl, host)
 	}
 	if data.Action == "commission" || data.Action == "deploy" || data.Action == "poweroff" && !selfPoweroff {
 		if imageErr != nil {
@@ -226,17 +235,7 @@ func (s *Server) agentArgs(base, host, token string) string {
 	if token != "" {
 		args = append(args, "rollcall.token="+token)
 	}
-	if httpsAddr := s.conf.HTTPSAddr(); httpsAddr != "" {
-		h, _, err := net.SplitHostPort(host)
-		if err != nil {
-			h = host
-		}
-		_, port, _ := net.SplitHostPort(httpsAddr)
-		args = append(args, "rollcall.tls=https://"+net.JoinHostPort(h, port))
-	}
-	if s.conf.CAFingerprint != "" {
-		args = append(args, "rollcall.ca="+s.conf.CAFingerprint)
-	}
+	args = append(args, s.tlsArgs(host)...)
 	if a := strings.TrimSpace(s.conf.CommissionAppend); a != "" {
 		args = append(args, a)
 	}

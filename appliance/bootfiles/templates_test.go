@@ -31,6 +31,7 @@ func TestBootTemplateGolden(t *testing.T) {
 		"deploy-deploying":   {Action: "deploy", Machine: "m-0123456789ab", State: "deploying", Job: "j-0000019ad5a1c0de"},
 		"deploy-releasing":   {Action: "deploy", Machine: "m-0123456789ab", State: "releasing", Job: "j-0000019ad5a1c0df"},
 		"wait-no-image":      {Action: "wait", Message: `no image "commissioning" yet`},
+		"stateless-booted":   {Action: "stateless", Machine: "m-0123456789ab", State: "booted", Node: "node007", Profile: "compute"},
 	}
 	for file, ext := range map[string]string{"boot.ipxe": ".ipxe", "pxelinux.cfg": ".pxelinux"} {
 		tmpl, err := loadTemplate(t.TempDir(), file)
@@ -40,6 +41,12 @@ func TestBootTemplateGolden(t *testing.T) {
 		for name, d := range cases {
 			t.Run(file+"/"+name, func(t *testing.T) {
 				d.MAC, d.Kernel, d.Initrd, d.Args, d.Retry = base.MAC, base.Kernel, base.Initrd, base.Args, base.Retry
+				if d.Action == "stateless" {
+					d.Kernel, d.Initrd = "http://10.0.0.2:8080/images/compute-debian13/kernel", "http://10.0.0.2:8080/images/compute-debian13/initrd"
+					d.Args = "rollcall.mode=stateless rollcall.server=http://10.0.0.2:8080 rollcall.tls=https://10.0.0.2:8443 rollcall.ca=FINGERPRINT " +
+						"rollcall.node=rcn1.m-0123456789ab.4711.SIG rollcall.root=http://10.0.0.2:8080/images/compute-debian13/squashfs " +
+						"rollcall.root_sha256=" + strings.Repeat("ab", 32) + " hostname=node007 console=ttyS0"
+				}
 				if d.Action == "poweroff" && ext == ".pxelinux" {
 					d.Kernel, d.Initrd, d.Args = "", "", "" // poweroff.c32 needs no image
 				}

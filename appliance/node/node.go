@@ -471,6 +471,9 @@ func (n *Node) newBootFiles() (*bootfiles.Server, error) {
 			return tok, err
 		},
 		JobToken: func(job string) (string, error) { return boottoken.MintJob(n.key, job) },
+		NodeToken: func(machine string, generation uint64) (string, error) {
+			return boottoken.MintNode(n.key, machine, generation)
+		},
 		Diverged: func() error {
 			if d := n.cluster.Diverged(); d != nil {
 				return errors.New(d.String())

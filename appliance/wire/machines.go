@@ -17,10 +17,12 @@ const (
 	StateDeployed      = "deployed"
 	StateDeployFailed  = "deploy-failed"
 	StateReleasing     = "releasing"
+	StateStateless     = "stateless"
+	StateBooted        = "booted"
 )
 
 // States are the machine states in lifecycle order.
-var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing}
+var States = []string{StateNew, StateCommissioning, StateReady, StateDeploying, StateDeployed, StateDeployFailed, StateReleasing, StateStateless, StateBooted}
 
 // EnlistRequest is POST /api/v1/enlist: a commissioning agent's first
 // contact, before it has an inventory. The node finds the machine by UUID,
