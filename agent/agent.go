@@ -42,6 +42,10 @@ const DefaultLLDPWait = 31 * time.Second
 const (
 	ModeCommission = "commission"
 	ModeDeploy     = "deploy"
+	// ModeStateless boots the machine into an image in RAM (agent/stateless
+	// reads its own settings from the command line: rollcall.node=,
+	// rollcall.root=, …).
+	ModeStateless = "stateless"
 )
 
 // Config is what the agent needs, mostly from the kernel command line.
@@ -56,7 +60,7 @@ type Config struct {
 	BootMAC    string        // BOOTIF=01-aa-bb-… or rollcall.bootmac=; else the NIC that got a lease
 	LLDPWait   time.Duration // rollcall.lldpwait=: 0 turns LLDP off
 	NoBMC      bool          // rollcall.nobmc: leave the BMC alone
-	Mode       string        // rollcall.mode=: ModeCommission (the default) or ModeDeploy
+	Mode       string        // rollcall.mode=: ModeCommission (the default), ModeDeploy or ModeStateless
 	Job        string        // rollcall.job=: the deploy job's one-time token (X-Rollcall-Job)
 
 	Root     string        // file system root to inventory ("/" live)
@@ -135,13 +139,13 @@ func (c Config) Validate() error {
 		}
 	}
 	switch c.Mode {
-	case "", ModeCommission:
+	case "", ModeCommission, ModeStateless:
 	case ModeDeploy:
 		if c.Job == "" {
 			errs = append(errs, errors.New("rollcall.mode=deploy needs rollcall.job= (the job's token)"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("rollcall.mode=%q: want %s or %s", c.Mode, ModeCommission, ModeDeploy))
+		errs = append(errs, fmt.Errorf("rollcall.mode=%q: want %s, %s or %s", c.Mode, ModeCommission, ModeDeploy, ModeStateless))
 	}
 	if c.BootMAC != "" {
 		if hw, err := net.ParseMAC(c.BootMAC); err != nil || len(hw) != 6 {

@@ -164,7 +164,11 @@ var rules = map[string]rule{
 	"agent/collect":            {why: "the inventory collectors: the model's types only", imports: []string{"store/inventory"}},
 	"agent/sysinit":            {why: "PID 1 chores: a leaf"},
 	"agent/deploy":             {why: "the deploy mode: a leaf that reaches the server through the Server interface it declares; its tests use the agent's real client", tests: []string{"agent", "lab/testenv"}},
-	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/deploy", "agent/sysinit"}},
+	"agent/cmd/rollcall-agent": {why: "the agent binary: main only", imports: []string{"agent", "agent/deploy", "agent/nodeenv", "agent/sysinit", "agent/stateless"}},
+	"agent/nodeenv":            {why: "a stateless node's settings (kernel arguments, node.env): a leaf the initrd and the overlay client share"},
+	"agent/stateless":          {why: "the stateless mode: fetch the root into RAM, overlayfs, switch_root; the node settings only", imports: []string{"agent/nodeenv"}},
+	"agent/cmd/rollcall-overlay": {why: "the overlay client in the stateless image: a binary of its own that links only the node settings",
+		imports: []string{"agent/nodeenv"}},
 
 	// The appliance ISO (issue 21).
 	"buildroot/grubenv": {why: "GRUB's environment block, read and rewritten in place: a leaf", tests: []string{"lab/testenv"}},
@@ -515,41 +519,75 @@ var agentNever = map[string]string{
 }
 
 func TestAgentDeps(t *testing.T) {
+	checkDeps(t, agentMain, agentDepsFile, agentDepsHeader, func(rel string) bool {
+		return rel == "agent" || strings.HasPrefix(rel, "agent/") || rel == "store/inventory"
+	}, "of the server's packages it shares only store/inventory")
+}
+
+// The overlay client runs in every stateless node's image: it links the
+// standard library and the node settings, nothing else (no module from
+// outside, not the agent).
+const overlayMain = module + "/agent/cmd/rollcall-overlay"
+
+const overlayDepsFile = "testdata/overlay-deps.txt"
+
+const overlayDepsHeader = `# The overlay client's whole dependency set, one import path a line, sorted:
+# go list -deps ` + overlayMain + `
+# for GOOS=linux GOARCH=amd64 CGO_ENABLED=0, less the standard library's
+# internal and vendor packages. Checked by lab/layering; rewrite with
+#   go test ./lab/layering -run TestOverlayDeps -update
+`
+
+func TestOverlayDeps(t *testing.T) {
+	checkDeps(t, overlayMain, overlayDepsFile, overlayDepsHeader, func(rel string) bool {
+		return rel == "agent/cmd/rollcall-overlay" || rel == "agent/nodeenv"
+	}, "it links only agent/nodeenv of this module")
+	for _, p := range goList(t, "-deps", overlayMain) {
+		if _, ours := internal(p.ImportPath); !p.Standard && !ours {
+			t.Errorf("the overlay client links %s: it needs no module from outside", p.ImportPath)
+		}
+	}
+}
+
+// checkDeps compares a binary's dependency set with its checked-in list
+// (rewriting it with -update), and refuses what agentNever names and the
+// module's packages ours does not allow.
+func checkDeps(t *testing.T, main, file, header string, ours func(rel string) bool, why string) {
 	var got []string
-	for _, p := range goList(t, "-deps", agentMain) {
+	for _, p := range goList(t, "-deps", main) {
 		if !p.Standard || !hiddenStd(p.ImportPath) {
 			got = append(got, p.ImportPath)
 		}
 	}
 	slices.Sort(got)
 	for _, p := range got {
-		for never, why := range agentNever {
+		for never, reason := range agentNever {
 			if p == never || strings.HasPrefix(p, never+"/") {
-				t.Errorf("the agent links %s (%s): it reaches the server through the API only", p, why)
+				t.Errorf("%s links %s (%s): it reaches the server through the API only", main, p, reason)
 			}
 		}
-		if rel, ok := internal(p); ok && rel != "agent" && !strings.HasPrefix(rel, "agent/") && rel != "store/inventory" {
-			t.Errorf("the agent links %s: of the server's packages it shares only store/inventory", p)
+		if rel, ok := internal(p); ok && !ours(rel) {
+			t.Errorf("%s links %s: %s", main, p, why)
 		}
 	}
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(agentDepsFile), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(agentDepsFile, []byte(agentDepsHeader+strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(header+strings.Join(got, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s: %d packages", agentDepsFile, len(got))
+		t.Logf("wrote %s: %d packages", file, len(got))
 		return
 	}
-	want, err := readList(agentDepsFile)
+	want, err := readList(file)
 	if err != nil {
-		t.Fatalf("%v (go test ./lab/layering -run TestAgentDeps -update writes it)", err)
+		t.Fatalf("%v (go test ./lab/layering -run 'TestAgentDeps|TestOverlayDeps' -update writes it)", err)
 	}
 	if diff := listDiff(want, got); diff != "" {
-		t.Errorf("the agent's dependencies changed (+ new, - gone):\n%s"+
-			"If that is meant, run go test ./lab/layering -run TestAgentDeps -update and commit %s with the change.",
-			diff, agentDepsFile)
+		t.Errorf("the dependencies of %s changed (+ new, - gone):\n%s"+
+			"If that is meant, run go test ./lab/layering -run 'TestAgentDeps|TestOverlayDeps' -update and commit %s with the change.",
+			main, diff, file)
 	}
 }
 

@@ -4,7 +4,11 @@
 // commission) and powers the machine off. With rollcall.mode=deploy it runs
 // its deploy job instead (agent/deploy: write the OS image to the disk, or
 // wipe it) and reboots once the server has acknowledged it; a failed job
-// leaves the machine up, for ssh and for the operator to read why. Run by hand on a live system (not
+// leaves the machine up, for ssh and for the operator to read why. With
+// rollcall.mode=stateless it boots the machine into the image named by
+// rollcall.root= (agent/stateless: squashfs in RAM, overlayfs, switch_root
+// to its init); a failure leaves the machine up with the reason on the
+// console. Run by hand on a live system (not
 // PID 1) it does only the agent's part and never powers off unless asked:
 //
 //	rollcall-agent -cmdline 'rollcall.server=http://10.0.0.1:8080 rollcall.token=…'
@@ -23,6 +27,8 @@ import (
 
 	"github.com/rollcall/rollcall/agent"
 	"github.com/rollcall/rollcall/agent/deploy"
+	"github.com/rollcall/rollcall/agent/nodeenv"
+	"github.com/rollcall/rollcall/agent/stateless"
 	"github.com/rollcall/rollcall/agent/sysinit"
 )
 
@@ -86,7 +92,7 @@ func main() {
 		leases, err := sysinit.Network(ctx, 90*time.Second, log)
 		if err != nil {
 			log.Error("network", "err", err)
-			if cfg.Mode == agent.ModeDeploy {
+			if cfg.Mode == agent.ModeDeploy || cfg.Mode == agent.ModeStateless {
 				stay(log, 1, "no network for the deploy job")
 			}
 			finish(log, true, cfg.NoPowerOff, 1)
@@ -98,6 +104,9 @@ func main() {
 
 	if cfg.Mode == agent.ModeDeploy {
 		runDeploy(ctx, log, cfg, pid1)
+	}
+	if cfg.Mode == agent.ModeStateless {
+		runStateless(ctx, log, cmdline)
 	}
 
 	start := time.Now()
@@ -136,6 +145,28 @@ func runDeploy(ctx context.Context, log *slog.Logger, cfg agent.Config, pid1 boo
 		log.Error("reboot", "err", err)
 	}
 	stay(log, 1, "reboot failed")
+}
+
+// runStateless boots the image into RAM and executes its init; it returns
+// never: a failure keeps the machine up with the reason on the console
+// (PID 1), or exits when run by hand, where nothing is done (the switch
+// replaces the initramfs).
+func runStateless(ctx context.Context, log *slog.Logger, cmdline string) {
+	cfg, err := nodeenv.ParseCmdline(cmdline)
+	if err == nil {
+		err = cfg.CheckBoot()
+	}
+	if err != nil {
+		log.Error("stateless: kernel command line", "err", err)
+		stay(log, 2, "a stateless boot with a bad kernel command line")
+	}
+	if os.Getpid() != 1 {
+		log.Info("stateless: settings are good; the boot itself runs only as PID 1 of the initrd", "root", cfg.Root, "hostname", cfg.Hostname)
+		os.Exit(0)
+	}
+	err = stateless.Boot(ctx, cfg, log)
+	log.Error("stateless boot failed", "err", err)
+	stay(log, 1, "the stateless boot failed")
 }
 
 // stay keeps PID 1 alive (or exits with code when run by hand).
