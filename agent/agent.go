@@ -24,6 +24,7 @@ import (
 
 	"github.com/rollcall/rollcall/agent/bmc"
 	"github.com/rollcall/rollcall/agent/collect"
+	"github.com/rollcall/rollcall/agent/nodeenv"
 	"github.com/rollcall/rollcall/store/inventory"
 )
 
@@ -80,7 +81,7 @@ func (c Config) logger() *slog.Logger {
 // Unknown words are the kernel's business and are ignored.
 func ParseCmdline(cmdline string) (Config, error) {
 	cfg := Config{BMCUser: bmc.DefaultUser, Root: "/", Live: true, LLDPWait: DefaultLLDPWait}
-	for _, w := range splitCmdline(cmdline) {
+	for _, w := range nodeenv.SplitCmdline(cmdline) {
 		k, v, _ := strings.Cut(w, "=")
 		switch k {
 		case "rollcall.server":
@@ -155,30 +156,6 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// splitCmdline splits on spaces, keeping double-quoted values together
-// (the kernel's own rule: rollcall.bmcuser="a b").
-func splitCmdline(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quoted := false
-	for _, r := range s {
-		switch {
-		case r == '"':
-			quoted = !quoted
-		case !quoted && (r == ' ' || r == '\t' || r == '\n'):
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
-			}
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
-}
 
 // EnlistReply is the appliance's answer to POST /api/v1/enlist.
 type EnlistReply struct {

@@ -219,8 +219,9 @@ func TestFilterAndStates(t *testing.T) {
 	s.waitFor("state commissioning", "Machines · 2 of 9 · commissioning")
 	s.keys("s")
 	s.waitFor("state ready", "Machines · 4 of 9 · ready")
-	// The deployment states follow, empty in this fleet, then all again.
-	for _, st := range []string{"deploying", "deployed", "deploy-failed", "releasing"} {
+	// The deployment and stateless states follow, empty in this fleet,
+	// then all again.
+	for _, st := range []string{"deploying", "deployed", "deploy-failed", "releasing", "stateless", "booted"} {
 		s.keys("s")
 		s.waitFor("state "+st, "Machines · 0 of 9 · "+st)
 	}

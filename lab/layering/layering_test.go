@@ -159,7 +159,7 @@ var rules = map[string]rule{
 		tests:   []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
-	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "store/inventory"}},
+	"agent":                    {why: "the agent: reaches the server through the API only", imports: []string{"agent/bmc", "agent/collect", "agent/nodeenv", "store/inventory"}},
 	"agent/bmc":                {why: "the in-band BMC account: the model's types only", imports: []string{"store/inventory"}},
 	"agent/collect":            {why: "the inventory collectors: the model's types only", imports: []string{"store/inventory"}},
 	"agent/sysinit":            {why: "PID 1 chores: a leaf"},
