@@ -156,7 +156,6 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-
 // EnlistReply is the appliance's answer to POST /api/v1/enlist.
 type EnlistReply struct {
 	ID    string `json:"id"`
