@@ -92,14 +92,15 @@ const (
 	TypeJobTimeout      Type = 134
 	TypePhoneHome       Type = 135
 
-	TypeProfilePut    Type = 140
-	TypeProfileDelete Type = 141
-	TypeAssign        Type = 142
-	TypeUnassign      Type = 143
-	TypeOverlayPut    Type = 144
-	TypeOverlayDelete Type = 145
-	TypeStatelessSeen Type = 146
-	TypeMungeKeySet   Type = 147
+	TypeProfilePut     Type = 140
+	TypeProfileDelete  Type = 141
+	TypeAssign         Type = 142
+	TypeUnassign       Type = 143
+	TypeOverlayPut     Type = 144
+	TypeOverlayDelete  Type = 145
+	TypeStatelessSeen  Type = 146
+	TypeMungeKeySet    Type = 147
+	TypeClusterVarsSet Type = 148
 )
 
 // Command is a replicated change. apply runs inside the state machine's

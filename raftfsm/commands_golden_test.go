@@ -308,6 +308,7 @@ func representativeCommands(t testing.TB) map[Type]Command {
 			{Machine: "m-00000000c0df", Generation: 4712, Time: gt(65)},
 		}},
 		&MungeKeySet{Sealed: []byte("sealed munge key bytes"), Now: gt(66)},
+		&ClusterVarsSet{Vars: map[string]string{"slurm_controller": "head1"}, Now: gt(67)},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

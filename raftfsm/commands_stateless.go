@@ -140,33 +140,42 @@ type MungeKeySet struct {
 	Now    time.Time `json:"now"`
 }
 
-func (*ProfilePut) Type() Type        { return TypeProfilePut }
-func (*ProfileDelete) Type() Type     { return TypeProfileDelete }
-func (*Assign) Type() Type            { return TypeAssign }
-func (*Unassign) Type() Type          { return TypeUnassign }
-func (*OverlayPut) Type() Type        { return TypeOverlayPut }
-func (*OverlayDelete) Type() Type     { return TypeOverlayDelete }
-func (*StatelessSeen) Type() Type     { return TypeStatelessSeen }
-func (*MungeKeySet) Type() Type       { return TypeMungeKeySet }
-func (*ProfilePut) Version() uint8    { return 1 }
-func (*ProfileDelete) Version() uint8 { return 1 }
-func (*Assign) Version() uint8        { return 1 }
-func (*Unassign) Version() uint8      { return 1 }
-func (*OverlayPut) Version() uint8    { return 1 }
-func (*OverlayDelete) Version() uint8 { return 1 }
-func (*StatelessSeen) Version() uint8 { return 1 }
-func (*MungeKeySet) Version() uint8   { return 1 }
+// ClusterVarsSet replaces the cluster's variables (templates' .ClusterVars).
+type ClusterVarsSet struct {
+	Vars map[string]string `json:"vars"`
+	Now  time.Time         `json:"now"`
+}
+
+func (*ProfilePut) Type() Type         { return TypeProfilePut }
+func (*ProfileDelete) Type() Type      { return TypeProfileDelete }
+func (*Assign) Type() Type             { return TypeAssign }
+func (*Unassign) Type() Type           { return TypeUnassign }
+func (*OverlayPut) Type() Type         { return TypeOverlayPut }
+func (*OverlayDelete) Type() Type      { return TypeOverlayDelete }
+func (*StatelessSeen) Type() Type      { return TypeStatelessSeen }
+func (*MungeKeySet) Type() Type        { return TypeMungeKeySet }
+func (*ClusterVarsSet) Type() Type     { return TypeClusterVarsSet }
+func (*ProfilePut) Version() uint8     { return 1 }
+func (*ProfileDelete) Version() uint8  { return 1 }
+func (*Assign) Version() uint8         { return 1 }
+func (*Unassign) Version() uint8       { return 1 }
+func (*OverlayPut) Version() uint8     { return 1 }
+func (*OverlayDelete) Version() uint8  { return 1 }
+func (*StatelessSeen) Version() uint8  { return 1 }
+func (*MungeKeySet) Version() uint8    { return 1 }
+func (*ClusterVarsSet) Version() uint8 { return 1 }
 
 func statelessCommands() map[Type]commandInfo {
 	return map[Type]commandInfo{
-		TypeProfilePut:    {"profile-put", 1, func() Command { return &ProfilePut{} }},
-		TypeProfileDelete: {"profile-delete", 1, func() Command { return &ProfileDelete{} }},
-		TypeAssign:        {"assign", 1, func() Command { return &Assign{} }},
-		TypeUnassign:      {"unassign", 1, func() Command { return &Unassign{} }},
-		TypeOverlayPut:    {"overlay-put", 1, func() Command { return &OverlayPut{} }},
-		TypeOverlayDelete: {"overlay-delete", 1, func() Command { return &OverlayDelete{} }},
-		TypeStatelessSeen: {"stateless-seen", 1, func() Command { return &StatelessSeen{} }},
-		TypeMungeKeySet:   {"munge-key-set", 1, func() Command { return &MungeKeySet{} }},
+		TypeProfilePut:     {"profile-put", 1, func() Command { return &ProfilePut{} }},
+		TypeProfileDelete:  {"profile-delete", 1, func() Command { return &ProfileDelete{} }},
+		TypeAssign:         {"assign", 1, func() Command { return &Assign{} }},
+		TypeUnassign:       {"unassign", 1, func() Command { return &Unassign{} }},
+		TypeOverlayPut:     {"overlay-put", 1, func() Command { return &OverlayPut{} }},
+		TypeOverlayDelete:  {"overlay-delete", 1, func() Command { return &OverlayDelete{} }},
+		TypeStatelessSeen:  {"stateless-seen", 1, func() Command { return &StatelessSeen{} }},
+		TypeMungeKeySet:    {"munge-key-set", 1, func() Command { return &MungeKeySet{} }},
+		TypeClusterVarsSet: {"cluster-vars-set", 1, func() Command { return &ClusterVarsSet{} }},
 	}
 }
 
@@ -424,4 +433,8 @@ func (c *MungeKeySet) apply(tx *store.Tx) error {
 		return err // one exists: it stays
 	}
 	return tx.PutMungeKey(store.MungeKey{Sealed: c.Sealed, Created: c.Now})
+}
+
+func (c *ClusterVarsSet) apply(tx *store.Tx) error {
+	return tx.PutClusterVars(store.ClusterVars{Vars: c.Vars, Updated: c.Now})
 }

@@ -92,6 +92,7 @@ var pinnedTypes = map[string]struct {
 	"overlay-delete":    {145, 1},
 	"stateless-seen":    {146, 1},
 	"munge-key-set":     {147, 1},
+	"cluster-vars-set":  {148, 1},
 
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},

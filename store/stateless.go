@@ -253,21 +253,8 @@ func CheckProfile(p Profile) error {
 			return Errorf(ErrInvalid, "profile %s: subnet %q must be a CIDR in canonical form (10.0.0.0/24), listed once", p.Name, Clip(s))
 		}
 	}
-	if len(p.Vars) > MaxProfileVars {
-		return Errorf(ErrInvalid, "profile %s: %d variables is more than the %d allowed", p.Name, len(p.Vars), MaxProfileVars)
-	}
-	total := 0
-	for k, v := range p.Vars {
-		if len(k) > MaxProfileVarName || !varNamePattern.MatchString(k) {
-			return Errorf(ErrInvalid, "profile %s: variable name %q must be letters, digits and '_' (not starting with a digit), at most %d bytes", p.Name, Clip(k), MaxProfileVarName)
-		}
-		if len(v) > MaxProfileVarValue || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			return Errorf(ErrInvalid, "profile %s: variable %s must be UTF-8 text without NUL, at most %d KiB", p.Name, k, MaxProfileVarValue>>10)
-		}
-		total += len(k) + len(v)
-	}
-	if total > MaxProfileVarBytes {
-		return Errorf(ErrInvalid, "profile %s: variables hold %d bytes, more than the %d KiB allowed", p.Name, total, MaxProfileVarBytes>>10)
+	if err := CheckVars("profile "+p.Name, p.Vars); err != nil {
+		return err
 	}
 	return nil
 }
@@ -552,4 +539,69 @@ func (t *Tx) ProfileUser(name string) string {
 		return describeNodes(ids)
 	}
 	return ""
+}
+
+// ClusterVars are the variables every node's templates see as
+// .ClusterVars (and, under a profile's own, as .Vars): a Slurm
+// controller's name, an NFS server. One record, replaced whole.
+type ClusterVars struct {
+	Vars    map[string]string `json:"vars"`
+	Updated time.Time         `json:"updated"`
+	Index   uint64            `json:"index"`
+}
+
+var (
+	bucketClusterVars = []byte("cluster_vars")
+	keyClusterVars    = "vars"
+)
+
+// TableClusterVars is the cluster variables' table.
+const TableClusterVars = "cluster_vars"
+
+// CheckVars bounds a variable map (a profile's or the cluster's) as a
+// profile's are bounded.
+func CheckVars(what string, vars map[string]string) error {
+	if len(vars) > MaxProfileVars {
+		return Errorf(ErrInvalid, "%s: %d variables is more than the %d allowed", what, len(vars), MaxProfileVars)
+	}
+	total := 0
+	for k, v := range vars {
+		if len(k) > MaxProfileVarName || !varNamePattern.MatchString(k) {
+			return Errorf(ErrInvalid, "%s: variable name %q must be letters, digits and '_' (not starting with a digit), at most %d bytes", what, Clip(k), MaxProfileVarName)
+		}
+		if len(v) > MaxProfileVarValue || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return Errorf(ErrInvalid, "%s: variable %s must be UTF-8 text without NUL, at most %d KiB", what, k, MaxProfileVarValue>>10)
+		}
+		total += len(k) + len(v)
+	}
+	if total > MaxProfileVarBytes {
+		return Errorf(ErrInvalid, "%s: variables hold %d bytes, more than the %d KiB allowed", what, total, MaxProfileVarBytes>>10)
+	}
+	return nil
+}
+
+// ClusterVars returns the cluster's variables (none before the first set).
+func (t *Tx) ClusterVars() (ClusterVars, error) {
+	var v ClusterVars
+	b := t.tx.Bucket(bucketClusterVars)
+	if b == nil || b.Get([]byte(keyClusterVars)) == nil {
+		return v, nil
+	}
+	err := t.getJSON(bucketClusterVars, keyClusterVars, &v)
+	return v, err
+}
+
+// PutClusterVars replaces the cluster's variables.
+func (t *Tx) PutClusterVars(v ClusterVars) error {
+	if err := CheckVars("cluster vars", v.Vars); err != nil {
+		return err
+	}
+	if err := t.ensureBuckets(bucketClusterVars); err != nil {
+		return err
+	}
+	v.Index = t.Index
+	if err := t.putJSON(bucketClusterVars, keyClusterVars, v); err != nil {
+		return err
+	}
+	return t.touch(TableClusterVars)
 }
