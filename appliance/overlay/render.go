@@ -284,7 +284,7 @@ type input struct {
 	key      string
 }
 
-func (r *Renderer) input(tx *store.Tx, t Target) (*input, error) {
+func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverlay) (*input, error) {
 	v, err := r.currentView(tx)
 	if err != nil {
 		return nil, err
@@ -332,7 +332,11 @@ func (r *Renderer) input(tx *store.Tx, t Target) (*input, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t\x00%d\x00%d\x00", v.digest, t.Machine, rec.Generation, t.Secrets, p.Index, cv.Index)
 	for _, name := range in.overlays {
-		po, err := r.overlay(tx, name)
+		po, ok := override[name]
+		var err error
+		if !ok {
+			po, err = r.overlay(tx, name)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("overlay %s: %w", name, err)
 		}
@@ -394,7 +398,7 @@ func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]Fi
 	if tree != store.TreeSystem && tree != store.TreeRuntime {
 		return nil, nil, store.Errorf(store.ErrInvalid, "tree %q: system or runtime", store.Clip(tree))
 	}
-	in, err := r.input(tx, t)
+	in, err := r.input(tx, t, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -523,4 +527,55 @@ func (r *Renderer) Lookup(tx *store.Tx, t Target, p string) (File, string, error
 		}
 	}
 	return File{}, "", store.Errorf(store.ErrNotFound, "no overlay of this node gives %s (looked in %s)", store.Clip(p), strings.Join(trees, " and "))
+}
+
+// Trial renders both trees of every target that would get overlay name
+// if it held files (the profiles naming it, as the controller sees them;
+// every node whose profile or tags name it), without secrets and without
+// touching the caches: the API refuses an overlay that fails for one of
+// them before it is stored.
+func (r *Renderer) Trial(tx *store.Tx, name string, files []store.OverlayFile) error {
+	parsed, err := Parse(files)
+	if err != nil {
+		return err
+	}
+	override := map[string]parsedOverlay{name: {sha: "trial", files: parsed}}
+	ps, err := tx.Profiles()
+	if err != nil {
+		return err
+	}
+	var targets []Target
+	for _, p := range ps {
+		if slices.Contains(p.Overlays, name) {
+			targets = append(targets, Target{Profile: p.Name})
+		}
+	}
+	ns, err := tx.StatelessNodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		targets = append(targets, Target{Machine: n.Machine})
+	}
+	for _, t := range targets {
+		in, err := r.input(tx, t, override)
+		if err != nil {
+			if errors.Is(err, ErrTemplate) {
+				return err
+			}
+			continue // another overlay of the target is missing: not this one's fault
+		}
+		if !slices.Contains(in.overlays, name) {
+			continue
+		}
+		for _, tree := range []string{store.TreeSystem, store.TreeRuntime} {
+			if _, err := renderTree(in, tree); err != nil {
+				if t.Machine != "" {
+					return fmt.Errorf("for node %s: %w", in.data.Node.Name, err)
+				}
+				return fmt.Errorf("for profile %s: %w", t.Profile, err)
+			}
+		}
+	}
+	return nil
 }
