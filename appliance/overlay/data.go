@@ -47,6 +47,8 @@ type Data struct {
 	// to a file of mode 0400 (system/etc/munge/munge.key.tmpl holding
 	// {{ .MungeKey }}).
 	MungeKey string
+
+	steps int // the running template's budget spent (step)
 }
 
 // Node is one stateless node as templates see it.

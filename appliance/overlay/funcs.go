@@ -34,6 +34,7 @@ var funcs = template.FuncMap{
 		return toInt(a) / toInt(b)
 	},
 	"gresType": GRESType,
+	stepFunc:   step,
 	// hasTag reports whether a node carries a tag: {{ if hasTag "gpu" .Node }}.
 	"hasTag": func(tag string, n Node) bool {
 		for _, t := range n.Tags {

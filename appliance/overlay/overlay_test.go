@@ -278,9 +278,10 @@ func TestTemplateErrors(t *testing.T) {
 		content string
 		want    string
 	}{
-		"field": {"a\nb {{ .Node.NoSuchField }}", "system/etc/bad.tmpl:2:"},
-		"flood": {"{{ range 100000000 }}{{ $.Node.SSHHostKeyPub }}{{ end }}", "renders more than 8 MiB"},
-		"slow":  {"{{ range 100000000000 }}{{ end }}", "takes longer than"},
+		"field":  {"a\nb {{ .Node.NoSuchField }}", "system/etc/bad.tmpl:2:"},
+		"flood":  {"{{ range 100000000 }}{{ $.Node.SSHHostKeyPub }}{{ end }}", "renders more than 8 MiB"},
+		"slow":   {"{{ range 100000000000 }}{{ end }}", "takes more than"},
+		"nested": {"{{ range .Nodes }}{{ range 100000 }}{{ range 1000 }}{{ end }}{{ end }}{{ end }}", "takes more than"},
 	} {
 		c.l.Must(t, &raftfsm.OverlayPut{Name: "bad", Files: []raftfsm.OverlayFile{{Path: "system/etc/bad.tmpl", Mode: 0o644, Content: []byte(tc.content)}}, Now: t0})
 		c.view(t, func(tx *store.Tx) error {

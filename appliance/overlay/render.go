@@ -85,6 +85,7 @@ func Parse(files []store.OverlayFile) ([]parsedFile, error) {
 		if len(t.Templates()) > 1 || hasTemplateCall(t.Tree.Root) {
 			return nil, templateErr("%s: {{define}}, {{block}} and {{template}} are not supported in overlays", f.Path)
 		}
+		instrument(t.Tree, t.Tree.Root)
 		p.tmpl = t
 		out = append(out, p)
 	}
@@ -131,38 +132,95 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// RenderTimeout bounds one template's run. text/template cannot be
-// stopped: a template that runs longer (a range over a large integer) is
-// left to finish on its own goroutine, and the file is marked slow so that
-// it never runs again in this process (slow); the API's trial render at
-// import refuses such an overlay before it is stored.
-const RenderTimeout = 2 * time.Second
+// MaxSteps bounds one template's run: every turn of a range costs the
+// number of parse nodes in its body (instrument puts {{_step $ N}} at the
+// start of each), so that a range over a large integer, or ranges nested
+// over every node, stop with an error instead of running for hours.
+// Without template calls (refused) nothing else loops, so a run is
+// bounded by the template's size plus MaxSteps node executions.
+const MaxSteps = 2_000_000
 
-var slow sync.Map // *template.Template → true
+// stepFunc is the instrumenting action's function.
+const stepFunc = "_step"
+
+// step charges a range turn to the run's budget, which lives in the Data
+// the run was given ($); a template that rebinds $ fails closed.
+func step(d *Data, cost int) (string, error) {
+	d.steps += cost
+	if d.steps > MaxSteps {
+		return "", errSteps
+	}
+	return "", nil
+}
+
+var errSteps = fmt.Errorf("takes more than %d steps (each turn of a range costs the size of its body)", MaxSteps)
+
+// instrument puts {{_step $ N}} first in the body of every range under n.
+func instrument(t *parse.Tree, n parse.Node) {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			instrument(t, c)
+		}
+	case *parse.IfNode:
+		instrument(t, n.List)
+		instrument(t, n.ElseList)
+	case *parse.WithNode:
+		instrument(t, n.List)
+		instrument(t, n.ElseList)
+	case *parse.RangeNode:
+		instrument(t, n.List)
+		instrument(t, n.ElseList)
+		if n.List == nil {
+			n.List = &parse.ListNode{NodeType: parse.NodeList, Pos: n.Pos}
+		}
+		cost := 1 + countNodes(n.List)
+		id := parse.NewIdentifier(stepFunc).SetTree(t).SetPos(n.Pos)
+		dollar := &parse.VariableNode{NodeType: parse.NodeVariable, Pos: n.Pos, Ident: []string{"$"}}
+		num := &parse.NumberNode{NodeType: parse.NodeNumber, Pos: n.Pos, IsInt: true, Int64: int64(cost), Text: fmt.Sprint(cost)}
+		cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id, dollar, num}}
+		pipe := &parse.PipeNode{NodeType: parse.NodePipe, Pos: n.Pos, Line: n.Line, Cmds: []*parse.CommandNode{cmd}}
+		n.List.Nodes = append([]parse.Node{&parse.ActionNode{NodeType: parse.NodeAction, Pos: n.Pos, Line: n.Line, Pipe: pipe}}, n.List.Nodes...)
+	}
+}
+
+// countNodes counts the actions and text of a list, nested ones included.
+func countNodes(n parse.Node) int {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return 0
+		}
+		c := 0
+		for _, x := range n.Nodes {
+			c += countNodes(x)
+		}
+		return c
+	case *parse.IfNode:
+		return 1 + countNodes(n.List) + countNodes(n.ElseList)
+	case *parse.WithNode:
+		return 1 + countNodes(n.List) + countNodes(n.ElseList)
+	case *parse.RangeNode:
+		return 1 + countNodes(n.List) + countNodes(n.ElseList)
+	}
+	return 1
+}
 
 func (p parsedFile) render(d *Data) ([]byte, error) {
 	if p.tmpl == nil {
 		return p.data, nil
 	}
-	errSlow := templateErr("%s: takes longer than %s to render (a range over a large number?)", p.source, RenderTimeout)
-	if _, ok := slow.Load(p.tmpl); ok {
-		return nil, errSlow
-	}
 	w := &limitWriter{n: MaxFileOutput}
-	done := make(chan error, 1)
-	go func() { done <- p.tmpl.Execute(w, d) }()
-	timer := time.NewTimer(RenderTimeout)
-	defer timer.Stop()
-	var err error
-	select {
-	case err = <-done:
-	case <-timer.C:
-		slow.Store(p.tmpl, true)
-		return nil, errSlow
-	}
-	if err != nil {
-		if errors.Is(err, errTooMuch) {
+	d.steps = 0
+	if err := p.tmpl.Execute(w, d); err != nil {
+		switch {
+		case errors.Is(err, errTooMuch):
 			return nil, templateErr("%s: renders more than %d MiB", p.source, MaxFileOutput>>20)
+		case errors.Is(err, errSteps):
+			return nil, templateErr("%s: %s", p.source, errSteps)
 		}
 		return nil, templateErr("%s", strings.TrimPrefix(err.Error(), "template: "))
 	}
