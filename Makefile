@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseBootCSV -fuzztime 30s ./agent/deploy/
 	$(GO) test -run '^$$' -fuzz FuzzUserData -fuzztime 30s ./appliance/deploy/
 	$(GO) test -run '^$$' -fuzz FuzzProgressBody -fuzztime 30s ./appliance/httpapi/
+	$(GO) test -run '^$$' -fuzz FuzzOverlayBody -fuzztime 30s ./appliance/httpapi/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime 30s ./agent/sysinit/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./buildroot/grubenv/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./buildroot/initsys/

@@ -170,6 +170,37 @@ func TestKnownMachineGetsItsAddress(t *testing.T) {
 	}
 }
 
+// A stateless node's address (claimed by its assign) comes with its node
+// name as the host name.
+func TestStatelessNodeGetsItsAddressAndName(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := t.Context()
+	mac := macOf(79).String()
+	const id = "m-0000000000ac"
+	if err := r.c.Apply0(ctx, &raftfsm.MachineCreate{ID: id, Name: "rack3-u12", MACs: []string{mac}, Now: r.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	ip := netip.MustParseAddr("10.213.9.9")
+	if err := r.c.Apply0(ctx, &raftfsm.AddressClaim{Address: raftfsm.Address{IP: ip, How: store.HowStateless, Machine: id, Name: "cn007"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The node record as an assign writes it (the state machine's assign
+	// wants a commissioned machine; the DHCP answer reads only the record).
+	if err := r.c.DB(0).Update(func(tx *store.Tx) error {
+		return tx.PutStatelessNode(store.StatelessNode{Machine: id, Profile: "compute", Name: "cn007", Number: 7, Addresses: []string{"10.213.9.9/16"}, Generation: 1})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.ready(0)
+	ack, err := r.dora(0, 79)
+	if ack == nil {
+		t.Fatal(err)
+	}
+	if wire.Addr(ack.YourIPAddr) != ip || ack.HostName() != "cn007" {
+		t.Fatalf("stateless node got %s (%q), want %s cn007", ack.YourIPAddr, ack.HostName(), ip)
+	}
+}
+
 // The server keeps each MAC's known-machine answer in memory (a store read
 // per packet was a twentieth of its CPU): the answer must follow the store
 // the moment a change is applied, both ways.

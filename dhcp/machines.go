@@ -78,7 +78,7 @@ func (c *machineCache) freshLocked() {
 	if c.changed != nil && !closed(c.changed) && len(c.m) < maxCachedMachines {
 		return
 	}
-	c.changed = c.db.WatchTables(store.TableMachines, store.TableNetwork)
+	c.changed = c.db.WatchTables(store.TableMachines, store.TableNetwork, store.TableStatelessNodes)
 	c.m = make(map[machineKey]machineAnswer)
 }
 
@@ -97,6 +97,10 @@ func assigned(db *store.DB, mac string, subnet netip.Prefix) (full.Assignment, b
 					out.IP, found = a.IP, true
 					if mc, err := tx.Machine(id); err == nil {
 						out.Hostname = mc.Name
+					}
+					// A stateless node is known by its node name.
+					if n, err := tx.StatelessNode(id); err == nil {
+						out.Hostname = n.Name
 					}
 					return nil
 				}

@@ -83,7 +83,7 @@ const (
 // stale. Stale is computed when read, never a state.
 const (
 	RefreshInterval = 300 * time.Second
-	StaleAfter      = 2*RefreshInterval + 60*time.Second
+	StaleAfter      = 2*RefreshInterval + SeenInterval + 60*time.Second
 	// SeenInterval is how often at most a node's seen time is written
 	// through Raft (the API coalesces fetches in between).
 	SeenInterval = 60 * time.Second
@@ -146,8 +146,23 @@ type StatelessNode struct {
 	SSHHostKeyPub    string `json:"ssh_host_key_pub,omitempty"` // "ssh-ed25519 AAAA…" (public, may be shown)
 }
 
-// Stale reports whether a booted node has missed two refreshes at now.
-func (n StatelessNode) Stale(now time.Time) bool {
+// Stale reports whether a booted node has missed two refreshes at now
+// (the default refresh interval).
+func (n StatelessNode) Stale(now time.Time) bool { return n.StaleAfter(now, StaleAfter) }
+
+// StaleAfterFor is how long a node refreshing every refresh may go
+// unseen: two refreshes, the coalescing of its seen times
+// (min(SeenInterval, refresh)) and a minute.
+func StaleAfterFor(refresh time.Duration) time.Duration {
+	if refresh <= 0 {
+		return StaleAfter
+	}
+	return 2*refresh + min(SeenInterval, refresh) + time.Minute
+}
+
+// StaleAfter reports whether a booted node has gone unseen for longer
+// than after at now.
+func (n StatelessNode) StaleAfter(now time.Time, after time.Duration) bool {
 	if n.Booted.IsZero() {
 		return false
 	}
@@ -155,7 +170,7 @@ func (n StatelessNode) Stale(now time.Time) bool {
 	if last.IsZero() {
 		last = n.Booted
 	}
-	return now.Sub(last) > StaleAfter
+	return now.Sub(last) > after
 }
 
 // SSHHostKeyAAD is the additional data a node's sealed host key is bound

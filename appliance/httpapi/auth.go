@@ -29,6 +29,8 @@ func (s *Server) middleware(a Auth) []gin.HandlerFunc {
 		return []gin.HandlerFunc{s.failer.Handle(s.requireAgent(true))}
 	case AuthJob:
 		return []gin.HandlerFunc{s.failer.Handle(s.requireJob)}
+	case AuthNode:
+		return []gin.HandlerFunc{s.failer.Handle(s.requireNode)}
 	}
 	return nil
 }

@@ -100,6 +100,7 @@ func openAPIDocument(routes []Route) map[string]any {
 			"securitySchemes": map[string]any{
 				"admin": map[string]any{"type": "http", "scheme": "bearer", "description": "the cluster admin token (DATA/admin.token) or rollcall.json admin_token"},
 				"job":   map[string]any{"type": "apiKey", "in": "header", "name": "X-Rollcall-Job", "description": "a deploy or release job's token (rcj1.…: what the boot script hands the deploy agent as rollcall.job=), valid while the job is queued or running"},
+				"node":  map[string]any{"type": "apiKey", "in": "header", "name": "X-Rollcall-Node", "description": "a stateless node's token (rcn1.…: what its boot script puts on the kernel command line as rollcall.node=), valid while the machine stays assigned as it was when it booted"},
 				"agent": map[string]any{"type": "apiKey", "in": "header", "name": "X-Rollcall-Token", "description": "a boot token (rcb1.…: what the boot script hands one MAC as rollcall.token=, or POST /api/v1/boot-tokens), or for enlisting only the shared agent token (DATA/agent.token) or rollcall.json agent_token"},
 			},
 			"responses": map[string]any{
@@ -149,6 +150,8 @@ func security(a Auth) []any {
 		return []any{map[string]any{"agent": []any{}}}
 	case AuthJob:
 		return []any{map[string]any{"job": []any{}}}
+	case AuthNode:
+		return []any{map[string]any{"node": []any{}}}
 	}
 	// An empty list overrides any top-level requirement: no credential.
 	return []any{}

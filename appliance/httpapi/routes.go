@@ -21,6 +21,7 @@ const (
 	AuthAgent Auth = "agent" // the shared agent token or a boot token
 	AuthBoot  Auth = "boot"  // a boot token only: acts on its own machine
 	AuthJob   Auth = "job"   // a deploy or release job's token (X-Rollcall-Job)
+	AuthNode  Auth = "node"  // a stateless node's token (X-Rollcall-Node)
 )
 
 // Route is one API endpoint. The table is the single source for the router
@@ -39,7 +40,7 @@ type Route struct {
 func (s *Server) Routes() []Route { return s.routes() }
 
 func (s *Server) routes() []Route {
-	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.tagRoutes(), s.locationRoutes(), s.deployRoutes())
+	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.tagRoutes(), s.locationRoutes(), s.deployRoutes(), s.statelessRoutes())
 }
 
 func (s *Server) coreRoutes() []Route {

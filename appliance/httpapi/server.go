@@ -16,6 +16,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/bootfiles"
 	"github.com/rollcall/rollcall/appliance/oscatalog"
+	"github.com/rollcall/rollcall/appliance/overlay"
 	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/power/jobs"
@@ -93,6 +94,9 @@ type Config struct {
 	AdminToken string // accepted beside the cluster's admin token
 	AgentToken string // accepted beside the cluster's agent token
 	BMCHints   map[string]BMCHint
+	// StatelessRefresh is how often stateless nodes refresh their
+	// runtime overlay (stateless_refresh_seconds; 0: five minutes).
+	StatelessRefresh time.Duration
 }
 
 // Server is the REST API of one node.
@@ -108,6 +112,9 @@ type Server struct {
 	waiters      atomic.Int64   // blocking queries in progress
 	net          *netAPI
 	facts        *tagrule.FactsCache
+	overlays     *overlay.Renderer
+	nodeLimiter  *windowLimiter // stateless nodes' calls, per machine
+	seen         *seenWriter
 }
 
 // New builds the API and its router. Nothing runs until the node serves
@@ -140,7 +147,10 @@ func New(cfg Config) (*Server, error) {
 		s.facts = &tagrule.FactsCache{}
 	}
 	s.net = &netAPI{s: s, pending: map[netip.Addr]bool{}}
-	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors, deployErrors}}
+	s.overlays = &overlay.Renderer{Key: cfg.Key, CAPEM: cfg.CAPEM}
+	s.nodeLimiter = newWindowLimiter(nodeCallsPerMinute, time.Minute, jobLimiterKeys)
+	s.seen = newSeenWriter(min(store.SeenInterval, s.refresh()))
+	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors, deployErrors, statelessErrors}}
 	engine, err := s.router()
 	if err != nil {
 		return nil, err

@@ -141,6 +141,14 @@ var conversions = []conversion{
 		"upgrade":   "user_data.upgrade",
 		"power_job": "the BMC job respondJob queued, not in the record",
 	}),
+	written(func(p store.Profile) wire.Profile { return wireProfile(p, 0) }).
+		adding(map[string]string{"nodes": "counted from the profile index by the handler"}),
+	written(func(o store.Overlay) wire.Overlay { return wireOverlay(o, nil, false, false) }).
+		leaving(map[string]string{"files": "listed as wire.OverlayFile (path, mode, size, sha256; content with ?content=1) in GET /overlays/{name}"}).
+		adding(map[string]string{"file_count": "len(files)", "templates": "files ending in .tmpl", "profiles": "the profiles naming it, by the handler"}),
+	written(func(n store.StatelessNode) wire.StatelessNode { return wireStatelessNode(n, false) }).
+		leaving(map[string]string{"ssh_host_key_sealed": "the node's secret: only the node's own overlay carries it, unsealed"}).
+		adding(map[string]string{"stale": "computed when read from last_seen and the refresh interval"}),
 }
 
 // The wire types are written, not inherited (STYLE.md 20): a field added to
@@ -253,7 +261,12 @@ var unconverted = map[string]string{
 	"JobImage": "written inside wireDeployJob", "JobDisk": "written inside wireDeployJob", "JobAddress": "written inside wireDeployJob",
 	"JobProgress": "written inside wireDeployJob", "JobStep": "written inside wireDeployJob", "DeployJobList": "wire types composed",
 	"Deployment": "written by deploymentOf from the job", "JobSelf": "the agent contract, written by getJobSelf",
-	"SelfImage": "the agent contract", "SelfDisk": "the agent contract", "SelfSeed": "the rendered seed",
+	"ProfileList": "wire types composed", "ProfileRequest": "a request", "OverlayList": "wire types composed",
+	"OverlayRequest": "a request", "OverlayFile": "written from a store.OverlayFile by wireOverlay (path, mode, size, sha256, content on request)",
+	"StatelessNodeList": "wire types composed", "AssignRequest": "a request", "AssignResult": "wire types composed",
+	"Render": "written by getRender from the rendered file", "StatelessSelf": "the node's contract, written by getStatelessSelf",
+	"ClusterVars": "the record's vars, updated and index, written by getClusterVars",
+	"SelfImage":   "the agent contract", "SelfDisk": "the agent contract", "SelfSeed": "the rendered seed",
 }
 
 // Every wire type is written by a conversion above, or is named in

@@ -64,6 +64,10 @@ type FileConfig struct {
 	// OSSyncInterval is how often the leader syncs os_sources, as a Go
 	// duration ("24h", the default; "off" never).
 	OSSyncInterval string `json:"os_sync_interval,omitempty"`
+	// StatelessRefreshSeconds is how often stateless nodes refresh their
+	// runtime overlay, the heartbeat (default 300); a node is stale after
+	// two missed refreshes and a minute.
+	StatelessRefreshSeconds int `json:"stateless_refresh_seconds,omitempty"`
 }
 
 // osSyncInterval is os_sync_interval: 0 the default, negative off.
@@ -158,6 +162,9 @@ func (c *FileConfig) check() error {
 		if err := oscatalog.CheckSources(*c.OSSources); err != nil {
 			return err
 		}
+	}
+	if c.StatelessRefreshSeconds < 0 || c.StatelessRefreshSeconds > 86400 {
+		return fmt.Errorf("stateless_refresh_seconds: %d: give 1 to 86400 (0 is the default, 300)", c.StatelessRefreshSeconds)
 	}
 	if c.OSKeep < 0 {
 		return fmt.Errorf("os_keep: %d: keep at least 1 version (0 is the default, 3)", c.OSKeep)

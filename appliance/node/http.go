@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/rollcall/rollcall/appliance/connlimit"
 	"github.com/rollcall/rollcall/appliance/httpapi"
@@ -24,7 +25,8 @@ func (n *Node) apiConfig() httpapi.Config {
 		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs, OS: n.os,
 		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,
 		AdminHTTP: n.conf.AdminHTTP, AdminToken: n.conf.AdminToken, AgentToken: n.conf.AgentToken, BMCHints: hints,
-		TagFacts: n.facts,
+		StatelessRefresh: time.Duration(n.conf.StatelessRefreshSeconds) * time.Second,
+		TagFacts:         n.facts,
 	}
 }
 
@@ -46,6 +48,7 @@ func (n *Node) serveHTTP() error {
 		return err
 	}
 	n.sup.run("list-cache", func(ctx context.Context, _ *slog.Logger) error { return api.Warm(ctx) })
+	n.sup.run("stateless-seen", func(ctx context.Context, _ *slog.Logger) error { return api.RunSeen(ctx) })
 	n.sup.run("api", servePart(n.http, guarded, func(l net.Listener) error { return n.http.Serve(l) }))
 	return nil
 }

@@ -162,3 +162,12 @@ type StatelessSelf struct {
 	Addresses      []string `json:"addresses"`
 	RefreshSeconds int      `json:"refresh_seconds"`
 }
+
+// ClusterVars is GET and PUT /api/v1/cluster/vars: the variables every
+// node's templates see as .ClusterVars (and, under their profile's own,
+// as .Vars). A PUT replaces them all.
+type ClusterVars struct {
+	Vars    map[string]string `json:"vars"`
+	Updated time.Time         `json:"updated,omitzero"`
+	Index   uint64            `json:"index,omitempty"`
+}
