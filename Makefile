@@ -4,7 +4,7 @@ BIN      := bin/rollcall
 PKGS     := ./...
 GOFLAGS_BUILD := -trimpath -ldflags="-s -w"
 
-.PHONY: all build run test unit e2e e2e-full e2e-iso bench lint fmt-check vet fuzz clean image deploy-image iso
+.PHONY: all build run test unit e2e e2e-full e2e-iso bench lint fmt-check vet fuzz clean image image-compute deploy-image iso
 
 all: build
 
@@ -98,6 +98,16 @@ clean:
 # it needs. Reproducible; prints its size.
 image:
 	$(GO) run ./images/commissioning/build -out bin/image
+
+# The stateless compute image in bin/image-compute (images/compute-debian13):
+# Debian 13 from Debian's packages (mmdebstrap, as root) with slurmd, munge,
+# rdma-core, the NFS client, sshd and rollcall-overlay's units, as vmlinuz,
+# Rollcall's initrd.img and filesystem.squashfs with SHA256SUMS, for
+# `rollcall image import compute-debian13 -kernel … -initrd … -squashfs …`.
+# TIME_PLACEHOLDER Reproducible with SOURCE_DATE_EPOCH as far as mmdebstrap allows; not
+# part of make test.
+image-compute:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./images/compute-debian13 -out bin/image-compute
 
 # The appliance ISO in bin/iso/rollcall.iso (buildroot): hybrid BIOS/UEFI,
 # Debian's kernel and signed shim/GRUB, the driver set, rollcall-init as

@@ -183,14 +183,19 @@ var rules = map[string]rule{
 	"buildroot/cmd/rollcall-init": {why: "the ISO's /init: main only", imports: []string{"buildroot/initsys"}},
 
 	// Programs and labs at the edge.
-	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
-	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
-	"images/initramfs":           {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
-	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
-	"lab/layering":               {why: "this test: reads the module through go list"},
-	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/deployimage/gpt", "lab/testenv"}},
+	"images/commissioning/build": {why: "builds the image: the kernel from Debian's package, Rollcall's initrd", imports: []string{"images/agentinitrd", "images/debkernel"}},
+	"images/agentinitrd": {why: "Rollcall's initrd (the agent by go build, a kernel's modules, the initramfs writer), shared by the commissioning and the compute image",
+		imports: []string{"images/debkernel", "images/initramfs"}, tests: []string{"lab/testenv"}},
+	"images/debroot": {why: "a Debian root by mmdebstrap, made a template: a leaf the image builders share"},
+	"images/compute-debian13": {why: "builds the stateless compute image: a Debian root, its kernel, Rollcall's initrd with the kernel's modules",
+		imports: []string{"images/agentinitrd", "images/debkernel", "images/debroot"}},
+	"images/debkernel": {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
+	"images/initramfs": {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
+	"lab/testenv":      {why: "test support: the skip-or-fail rule, a leaf every test may import"},
+	"lab/layering":     {why: "this test: reads the module through go list"},
+	"lab/e2e":          {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/deployimage/gpt", "lab/testenv"}},
 	"lab/deployimage": {why: "builds the deploy tests' disk images from Debian's kernel (as the commissioning image) and tinyinit",
-		imports: []string{"images/debkernel", "images/initramfs", "lab/deployimage/gpt"},
+		imports: []string{"images/debkernel", "images/debroot", "images/initramfs", "lab/deployimage/gpt"},
 		tests:   []string{"lab/testenv"}},
 	"lab/deployimage/gpt":              {why: "reads a GPT: a leaf", tests: []string{"lab/testenv"}},
 	"lab/deployimage/nocloud":          {why: "reads a NoCloud seed as cloud-init does: a leaf", tests: []string{"lab/testenv"}},
@@ -226,6 +231,8 @@ var against = map[edge]string{
 		"fetched by the one piece of code that fetches it (both are programs at the edge)",
 	{"lab/deployimage", "images/initramfs", false}: "the deploy test image's initrd is written by the commissioning image's " +
 		"reproducible writer",
+	{"lab/deployimage", "images/debroot", false}: "the deploy tests' Debian root is made by the mmdebstrap recipe the " +
+		"compute image is made by (both are programs at the edge)",
 	{"raftfsm", "ipam", false}: "a service importing a service: Apply runs the network model's checks " +
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
