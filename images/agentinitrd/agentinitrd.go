@@ -38,7 +38,9 @@ var NICModules = []string{
 // writes (ext4 asks for crc32c through modprobe, which the image lacks:
 // load crc32c_generic up front), and efivarfs for the UEFI boot entry (a
 // module in Debian's kernel); USB mass storage (xHCI), so that the
-// inventory lists USB sticks and the deploy disk choice can refuse them.
+// inventory lists USB sticks and the deploy disk choice can refuse them;
+// squashfs and overlayfs, so that the same image also boots a stateless
+// root (rollcall.mode=stateless: the test image of lab/statelessimage).
 var CommissioningModules = concat(NICModules, []string{
 	"virtio_blk", "virtio_scsi",
 	"mlx5_ib",
@@ -47,6 +49,7 @@ var CommissioningModules = concat(NICModules, []string{
 	"tpm_tis", "tpm_crb",
 	"loop", "ext4", "xfs", "crc32c_generic", "efivarfs",
 	"xhci_pci", "usb_storage",
+	"squashfs", "overlay",
 })
 
 // StatelessModules are what a stateless image's initrd loads to fetch its

@@ -128,7 +128,7 @@ var rules = map[string]rule{
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text; " +
 		"tags' rules parsed before a save (store/tagrule) and location files planned (store/locationcsv) on the proposer's side",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/deploy", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/deploy", "appliance/oscatalog", "appliance/overlay", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/locationcsv", "store/pgexport", "store/tagrule", "webui"},
 		tests: []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
@@ -144,6 +144,10 @@ var rules = map[string]rule{
 		"proposes raftfsm's OS commands through a cluster interface it declares",
 		imports: []string{"appliance/bootfiles", "raftfsm", "store"},
 		tests:   []string{"lab/testenv", "raftfsm/fsmtest"}},
+	"appliance/overlay": {why: "stateless nodes' overlays rendered from the store's records (templates parsed once per change, trees cached by their inputs); " +
+		"a node's secrets unsealed with the master key for its own tree only",
+		imports: []string{"appliance/pki", "store"},
+		tests:   []string{"lab/fleet", "raftfsm", "raftfsm/fsmtest", "store/pgexport/pgtest"}},
 	"appliance/deploy": {why: "a deployment's decisions before anything is written (the disk, the cloud-init seed): pure functions of the store's records and the model",
 		imports: []string{"store", "store/inventory"},
 		tests:   []string{"lab/testenv"}},
@@ -154,8 +158,8 @@ var rules = map[string]rule{
 		tests:   []string{"store", "store/inventory"}},
 	"appliance/cli": {why: "the command line: a client of the API (apiclient, wire) that starts a node (serve, setup) only through " +
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
-		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
-		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
+		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen; the example overlays overlay import -example sends",
+		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/overlay", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
 		tests:   []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
