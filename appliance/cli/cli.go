@@ -79,6 +79,7 @@ Stateless nodes (boot an image into RAM, files from overlays; docs/stateless.md)
   rollcall profile add NAME -image IMG [-overlays a,b] [-args A] [-name-format node%03d] [-first N] [-last N] [-subnets CIDR,…] [-var K=V]…
   rollcall profile set NAME [the same flags; -unset-var K] | rm NAME | list | show NAME
   rollcall overlay import NAME DIR | import NAME -example | list | show NAME [-files] | rm NAME
+  rollcall overlay export NAME DIR [-force]    its files written back (DIR/system/…, DIR/runtime/…, modes kept)
   rollcall assign ID|tag:NAME PROFILE [-boot]   a node name, addresses, a host key; -boot power-cycles it
   rollcall unassign ID|tag:NAME                 back to ready, name and addresses freed
   rollcall render PROFILE PATH [-node NAME]     what a node (or the controller) gets at PATH

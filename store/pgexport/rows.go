@@ -2,6 +2,8 @@ package pgexport
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -233,6 +235,43 @@ func (r *rowSet) addTagsRacks(tx *store.Tx) error {
 	}
 	for _, l := range layouts {
 		r.add("layouts", r.s.Table("layouts").row(nil, l))
+	}
+	return nil
+}
+
+// addOverlay adds an overlay and its files, without their content.
+func (r *rowSet) addOverlay(o store.Overlay) {
+	r.add("overlays", r.s.Table("overlays").row(nil, o, int32(len(o.Files))))
+	t := r.s.Table("overlay_files")
+	for i := range o.Files {
+		f := &o.Files[i]
+		sum := sha256.Sum256(f.Content)
+		r.add("overlay_files", t.row([]any{o.Name}, f, int64(len(f.Content)), hex.EncodeToString(sum[:])))
+	}
+}
+
+// addStateless adds every profile, overlay and stateless node.
+func (r *rowSet) addStateless(tx *store.Tx) error {
+	profiles, err := tx.Profiles()
+	if err != nil {
+		return err
+	}
+	for _, p := range profiles {
+		r.add("profiles", r.s.Table("profiles").row(nil, p))
+	}
+	overlays, err := tx.Overlays()
+	if err != nil {
+		return err
+	}
+	for _, o := range overlays {
+		r.addOverlay(o)
+	}
+	nodes, err := tx.StatelessNodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		r.add("stateless_nodes", r.s.Table("stateless_nodes").row(nil, n))
 	}
 	return nil
 }
