@@ -182,4 +182,7 @@ var columnComments = map[string]string{
 	"stateless_nodes.booted":           "its first overlay fetch since the assignment; NULL before",
 	"stateless_nodes.last_seen":        "its last overlay fetch (the heartbeat, written at most once a minute); NULL before the first",
 	"stateless_nodes.ssh_host_key_pub": "public half of its ed25519 SSH host key, one authorized_keys line",
+
+	"cluster_vars.name":  "the variable's name (.ClusterVars.NAME in a template)",
+	"cluster_vars.value": "its value",
 }

@@ -27,7 +27,7 @@ func TestSchemaFromGoTypes(t *testing.T) {
 		"nvme_namespaces", "nics", "ib_hcas", "ib_ports", "gpus", "pci_devices", "lldp_neighbors",
 		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes",
 		"lease_blocks", "leases", "images", "image_files", "tags", "racks", "layouts", "os_images", "os_versions", "deploy_jobs",
-		"profiles", "overlays", "overlay_files", "stateless_nodes", "bmc_jobs"}
+		"profiles", "overlays", "overlay_files", "stateless_nodes", "cluster_vars", "bmc_jobs"}
 	var names []string
 	for _, tb := range s.Tables {
 		names = append(names, tb.Name)

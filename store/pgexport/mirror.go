@@ -338,6 +338,7 @@ type plan struct {
 	delOverlay []string
 	delNodeOf  []string // stateless nodes, by machine
 	net        bool     // fabrics, VLANs, subnets and ranges are reloaded
+	vars       bool     // the cluster's variables are reloaded
 }
 
 func (m *Mirror) read(after uint64) (*plan, error) {
@@ -395,6 +396,8 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				overlays[c.Key] = true
 			case store.TableStatelessNodes:
 				stateless[c.Key] = true
+			case store.TableClusterVars:
+				p.vars = true
 			case "net":
 				// The key (the bucket key in hex, store.Tx.NetRecord)
 				// names a fabric, a VLAN, a subnet or a range; the network
@@ -618,6 +621,11 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			}
 			p.rows.add("stateless_nodes", s.Table("stateless_nodes").row(nil, n))
 		}
+		if p.vars {
+			if err := p.rows.addClusterVars(tx); err != nil {
+				return err
+			}
+		}
 		if p.net {
 			return p.rows.addNetwork(tx)
 		}
@@ -756,6 +764,14 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 				return err
 			}
 			if err := copyRows(s.Table("overlay_files")); err != nil {
+				return err
+			}
+		}
+		if p.vars {
+			if err := exec("DELETE FROM " + ident(schema, "cluster_vars")); err != nil {
+				return err
+			}
+			if err := copyRows(s.Table("cluster_vars")); err != nil {
 				return err
 			}
 		}

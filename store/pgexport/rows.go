@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/rollcall/rollcall/store"
@@ -272,6 +274,24 @@ func (r *rowSet) addStateless(tx *store.Tx) error {
 	}
 	for _, n := range nodes {
 		r.add("stateless_nodes", r.s.Table("stateless_nodes").row(nil, n))
+	}
+	return r.addClusterVars(tx)
+}
+
+// clusterVar is one of the cluster's variables, a row of cluster_vars.
+type clusterVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// addClusterVars adds the cluster's variables, by name.
+func (r *rowSet) addClusterVars(tx *store.Tx) error {
+	v, err := tx.ClusterVars()
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.Vars)) {
+		r.add("cluster_vars", r.s.Table("cluster_vars").row(nil, clusterVar{Name: k, Value: v.Vars[k]}))
 	}
 	return nil
 }

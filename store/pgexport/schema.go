@@ -30,7 +30,7 @@ import (
 // 5: os_images, os_versions and deploy_jobs; machines gain deploy_* (the
 // machine's latest deploy job).
 // 6: profiles, overlays, overlay_files (without their content) and
-// stateless_nodes (without the sealed SSH host key).
+// stateless_nodes (without the sealed SSH host key), cluster_vars.
 const SchemaVersion = 6
 
 // Column is one column of an exported table.
@@ -295,6 +295,10 @@ func specs() []spec {
 			comment: "Machines assigned to a stateless profile (machines.state stateless or booted): the node name and number from the profile's pool, the addresses claimed for it (addresses rows of how 'stateless'), when it booted and was last seen. The sealed SSH host key is never exported; its public half is.",
 			skip:    map[string]string{"ssh_host_key_sealed": "secret: never exported"},
 			indexes: [][]string{{"profile"}, {"name"}},
+		},
+		{
+			name: "cluster_vars", of: clusterVar{}, primary: []string{"name"},
+			comment: "The cluster's variables (rollcall cluster vars): what every stateless node's templates see as .ClusterVars, under their profile's own vars.",
 		},
 		{
 			name: "bmc_jobs", of: store.Job{}, primary: []string{"id"}, rename: rename,

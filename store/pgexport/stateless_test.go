@@ -199,8 +199,17 @@ func TestMirrorFollowsStatelessNodes(t *testing.T) {
 	)
 	waitExported(t, m, f.db)
 	compareAll(t, conn, schema, f.db)
-	f.apply(t, &raftfsm.ProfileDelete{Name: "spare"}, &raftfsm.OverlayDelete{Name: "scratch"})
+	f.apply(t, &raftfsm.ProfileDelete{Name: "spare"}, &raftfsm.OverlayDelete{Name: "scratch"},
+		&raftfsm.ClusterVarsSet{Vars: map[string]string{"slurm_controller": "head2", "cluster_name": "hpc"}, Now: now})
 	waitExported(t, m, f.db)
+	if got := count("SELECT count(*) FROM S.cluster_vars WHERE (name = 'slurm_controller' AND value = 'head2') OR (name = 'cluster_name' AND value = 'hpc')"); got != 2 {
+		t.Errorf("cluster vars after a set: %d rows of the two", got)
+	}
+	f.apply(t, &raftfsm.ClusterVarsSet{Vars: map[string]string{"cluster_name": "hpc2"}, Now: now})
+	waitExported(t, m, f.db)
+	if got := count("SELECT count(*) FROM S.cluster_vars"); got != 1 || count("SELECT count(*) FROM S.cluster_vars WHERE value = 'hpc2'") != 1 {
+		t.Errorf("cluster vars after a replace: %d rows", got)
+	}
 	compareAll(t, conn, schema, f.db)
 	for _, c := range []struct {
 		what, q string
