@@ -33,6 +33,8 @@ Cluster:
   rollcall cluster remove NAME           remove a node from the cluster
   rollcall cluster check                 every node hashes its store at one index and compares
   rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
+  rollcall doctor [-json]                the node's checks (Raft, members' clocks, services, disk,
+                                         certificates, commissioning image, DHCP interfaces); exit 1 on a failure
 
 Machines:
   rollcall list [-state S] [-q TEXT] [-tag T] [-rack R] [-json] [-watch]
@@ -136,6 +138,7 @@ var verbs = map[string]verb{
 	"setup": {run: cmdSetup, screen: true},
 	// cluster.go
 	"cluster": {run: cmdCluster},
+	"doctor":  {run: cmdDoctor}, // doctor.go
 	// machine.go
 	"list":         {run: cmdList},
 	"show":         {run: cmdShow},
