@@ -75,6 +75,18 @@ Interfaces (layouts: physical, bond, vlan; NICs by selectors):
   rollcall net set ID|NAME [-layout L] [-static IFACE=ADDR ...] [-no-static]   -layout "" clears it
   rollcall net show ID|NAME [-json]    the plan: layout and why, NICs chosen, addresses, network-config, udev rules
 
+Stateless nodes (boot an image into RAM, files from overlays; docs/stateless.md):
+  rollcall profile add NAME -image IMG [-overlays a,b] [-args A] [-name-format node%03d] [-first N] [-last N] [-subnets CIDR,…] [-var K=V]…
+  rollcall profile set NAME [the same flags; -unset-var K] | rm NAME | list | show NAME
+  rollcall overlay import NAME DIR | import NAME -example | list | show NAME [-files] | rm NAME
+  rollcall overlay export NAME DIR [-force]    its files written back (DIR/system/…, DIR/runtime/…, modes kept)
+  rollcall assign ID|tag:NAME PROFILE [-boot]   a node name, addresses, a host key; -boot power-cycles it
+  rollcall unassign ID|tag:NAME                 back to ready, name and addresses freed
+  rollcall render PROFILE PATH [-node NAME]     what a node (or the controller) gets at PATH
+  rollcall nodes                                names, addresses, booted, last seen, stale
+  rollcall cluster vars [set K=V… | rm K…]      the variables every template sees
+  (every one takes -json)
+
 Boot images:
   rollcall image import NAME -kernel F -initrd F [-squashfs F]   upload to one node; the others fetch and verify
   rollcall image list [-json] | rm NAME
@@ -158,7 +170,14 @@ var verbs = map[string]verb{
 	"layout": {run: cmdLayout},
 	"net":    {run: cmdNet},
 	"range":  {run: network("range")},
-	"ip":     {run: network("ip")},
+	// stateless.go
+	"profile":  {run: cmdProfile},
+	"assign":   {run: cmdAssign},
+	"unassign": {run: cmdUnassign},
+	"overlay":  {run: cmdOverlay},
+	"render":   {run: cmdRender},
+	"nodes":    {run: cmdNodes},
+	"ip":       {run: network("ip")},
 }
 
 // Main runs the rollcall command line and returns the exit status: 0 when

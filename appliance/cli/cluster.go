@@ -16,7 +16,7 @@ import (
 // cmdCluster is `rollcall cluster join-code|status|remove|repair|check`.
 func cmdCluster(args []string, s streams) error {
 	if len(args) == 0 {
-		return errors.New("usage: rollcall cluster join-code|status|remove|repair|check")
+		return errors.New("usage: rollcall cluster join-code|status|remove|repair|check|vars")
 	}
 	stdout := s.stdout
 	switch args[0] {
@@ -33,6 +33,8 @@ func cmdCluster(args []string, s streams) error {
 		}
 		fmt.Fprintln(stdout, v.Code)
 		return nil
+	case "vars":
+		return clusterVars(args[1:], stdout)
 	case "status":
 		return reader[wire.ClusterView]{name: "cluster status", nargs: anyArgs, path: at("/api/v1/cluster"), table: printClusterStatus}.run(args[1:], stdout)
 	case "remove":

@@ -67,12 +67,34 @@ func Extract(deb, kernelPackage, dir string) (*Kernel, error) {
 	return k, nil
 }
 
+// Installed finds the one kernel installed in a root directory (a Debian
+// root mmdebstrap made): root/boot/vmlinuz-VERSION with its modules in
+// root/lib/modules/VERSION, which depmod indexed when the package was
+// configured.
+func Installed(root string) (*Kernel, error) {
+	kernels, _ := filepath.Glob(filepath.Join(root, "boot", "vmlinuz-*"))
+	if len(kernels) != 1 {
+		return nil, fmt.Errorf("%s/boot: want one kernel, found %d (%s)", root, len(kernels), strings.Join(kernels, ", "))
+	}
+	version := strings.TrimPrefix(filepath.Base(kernels[0]), "vmlinuz-")
+	k := &Kernel{Package: "linux-image-" + version, Version: version, Root: root,
+		Vmlinuz: kernels[0], ModDir: filepath.Join(root, "lib/modules", version)}
+	if _, err := os.Stat(filepath.Join(k.ModDir, "modules.dep")); err != nil {
+		return nil, fmt.Errorf("kernel %s in %s: no modules.dep (was depmod run?): %w", version, root, err)
+	}
+	return k, nil
+}
+
 // Modules picks the wanted modules of k and their dependencies: the files
 // relative to ModDir (sorted) and the modules.dep lines for them. A wanted
-// module neither in the package nor built in is an error.
+// module neither in the package nor built in is an error. The dependencies
+// are depmod's when ModDir has a modules.dep (an installed kernel, whose
+// modules may be compressed), else derived from each module's .modinfo.
 func (k *Kernel) Modules(want []string) (files []string, modulesDep string, err error) {
-	dep, err := ModulesDep(k.ModDir)
-	if err != nil {
+	var dep string
+	if b, err := os.ReadFile(filepath.Join(k.ModDir, "modules.dep")); err == nil {
+		dep = string(b)
+	} else if dep, err = ModulesDep(k.ModDir); err != nil {
 		return nil, "", err
 	}
 	builtin, _ := os.ReadFile(filepath.Join(k.ModDir, "modules.builtin"))

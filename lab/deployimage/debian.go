@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rollcall/rollcall/images/debkernel"
+	"github.com/rollcall/rollcall/images/debroot"
 	"github.com/rollcall/rollcall/lab/deployimage/gpt"
 )
 
@@ -17,13 +18,14 @@ import (
 var debianPackages = []string{"linux-image-amd64", "systemd-sysv", "udev", "cloud-init", "openssh-server",
 	"ifupdown", "isc-dhcp-client", "netbase", "e2fsprogs", "ca-certificates"}
 
-// buildDebian makes the e2e-full image: mmdebstrap (mode root: the
-// builder runs as root) writes a Debian root from Debian's packages through
-// apt's mirror; it is made a cloud image (no host keys, an empty
-// machine-id, an fstab by UUID) and laid on the same GPT as the tiny image,
-// then copied to qcow2.
+// buildDebian makes the e2e-full image: mmdebstrap (images/debroot, mode
+// root: the builder runs as root) writes a Debian root from Debian's
+// packages through apt's mirror; it is made a cloud image (debroot.Scrub:
+// no host keys, an empty machine-id; an fstab by UUID) and laid on the same
+// GPT as the tiny image, then copied to qcow2.
 func (b *builder) buildDebian() (*Image, error) {
-	inputs := map[string]string{"kind": "debian", "suite": b.opts.Suite, "packages": strings.Join(debianPackages, ",")}
+	inputs := map[string]string{"kind": "debian", "suite": b.opts.Suite, "packages": strings.Join(debianPackages, ","),
+		"dpkgopts": strings.Join(debroot.Slim, ",")}
 	// The candidates of the packages that matter most name what apt would
 	// install today: a new kernel or cloud-init is a new image.
 	for _, p := range []string{"linux-image-amd64", "cloud-init", "systemd", "openssh-server"} {
@@ -41,11 +43,7 @@ func (b *builder) buildDebian() (*Image, error) {
 	}
 	tree := filepath.Join(b.work, "root")
 	b.logf("mmdebstrap %s into %s (a few minutes)", b.opts.Suite, tree)
-	args := []string{"--mode=root", "--variant=minbase", "--include=" + strings.Join(debianPackages, ","),
-		"--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
-		"--dpkgopt=path-exclude=/usr/share/locale/*", "--dpkgopt=path-include=/usr/share/locale/locale.alias",
-		b.opts.Suite, tree}
-	if err := b.run("", "mmdebstrap", args...); err != nil {
+	if err := debroot.Build(b.ctx, tree, debroot.Options{Suite: b.opts.Suite, Packages: debianPackages, DpkgOpts: debroot.Slim}); err != nil {
 		return nil, err
 	}
 	kernels, _ := filepath.Glob(filepath.Join(tree, "boot", "vmlinuz-*"))
@@ -61,15 +59,10 @@ func (b *builder) buildDebian() (*Image, error) {
 	rootUUID := uuid(key, "rootfs")
 	// A cloud image: every machine makes its own host keys and machine-id
 	// at first boot.
-	keys, _ := filepath.Glob(filepath.Join(tree, "etc/ssh/ssh_host_*"))
-	for _, k := range keys {
-		if err := os.Remove(k); err != nil {
-			return nil, err
-		}
+	if err := debroot.Scrub(tree); err != nil {
+		return nil, err
 	}
 	for name, data := range map[string]string{
-		"etc/machine-id":     "",
-		"etc/hostname":       "localhost\n",
 		"etc/fstab":          fmt.Sprintf("UUID=%s / ext4 errors=remount-ro 0 1\n", rootUUID),
 		"boot/grub/grub.cfg": grubConfig(rootUUID, "Debian GNU/Linux ("+b.opts.Suite+", Rollcall e2e-full)", "/boot/vmlinuz-"+version, "/boot/initrd.img-"+version, "root=UUID="+rootUUID+" ro console=ttyS0,115200 panic=10"),
 	} {
@@ -81,7 +74,6 @@ func (b *builder) buildDebian() (*Image, error) {
 			return nil, err
 		}
 	}
-	os.Remove(filepath.Join(tree, "var/lib/dbus/machine-id"))
 
 	core, efi, err := b.grubImages(rootUUID)
 	if err != nil {

@@ -128,7 +128,7 @@ var rules = map[string]rule{
 	"appliance/httpapi": {why: "the REST API: one file per resource over the store, proposing raftfsm's commands through a cluster interface it declares, " +
 		"driving the BMC job runner, the boot-file side and the export; the store's refusals carry their public text; " +
 		"tags' rules parsed before a save (store/tagrule) and location files planned (store/locationcsv) on the proposer's side",
-		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/deploy", "appliance/oscatalog", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
+		imports: []string{"appliance/bootfiles", "appliance/boottoken", "appliance/deploy", "appliance/oscatalog", "appliance/overlay", "appliance/pki", "appliance/wire", "ipam", "ipam/layout", "power", "power/jobs",
 			"raftfsm", "raftfsm/cluster", "store", "store/inventory", "store/locationcsv", "store/pgexport", "store/tagrule", "webui"},
 		tests: []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/fsmtest"}},
 	"appliance/nodetest": {why: "test support: starts real nodes (one or a cluster) and calls their API as a client would",
@@ -144,6 +144,10 @@ var rules = map[string]rule{
 		"proposes raftfsm's OS commands through a cluster interface it declares",
 		imports: []string{"appliance/bootfiles", "raftfsm", "store"},
 		tests:   []string{"lab/testenv", "raftfsm/fsmtest"}},
+	"appliance/overlay": {why: "stateless nodes' overlays rendered from the store's records (templates parsed once per change, trees cached by their inputs); " +
+		"a node's secrets unsealed with the master key for its own tree only",
+		imports: []string{"appliance/pki", "store"},
+		tests:   []string{"lab/fleet", "raftfsm", "raftfsm/fsmtest", "store/pgexport/pgtest"}},
 	"appliance/deploy": {why: "a deployment's decisions before anything is written (the disk, the cloud-init seed): pure functions of the store's records and the model",
 		imports: []string{"store", "store/inventory"},
 		tests:   []string{"lab/testenv"}},
@@ -154,8 +158,8 @@ var rules = map[string]rule{
 		tests:   []string{"store", "store/inventory"}},
 	"appliance/cli": {why: "the command line: a client of the API (apiclient, wire) that starts a node (serve, setup) only through " +
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
-		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen",
-		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
+		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen; the example overlays overlay import -example sends",
+		imports: []string{"appliance/node", "appliance/apiclient", "appliance/console", "appliance/overlay", "appliance/pki", "appliance/wire", "store", "store/pgexport"},
 		tests:   []string{"appliance/nodetest", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm", "store/inventory", "store/pgexport/pgtest"}},
 
 	// The agent: its own small binary, which shares only the model with the server.
@@ -183,28 +187,37 @@ var rules = map[string]rule{
 	"buildroot/cmd/rollcall-init": {why: "the ISO's /init: main only", imports: []string{"buildroot/initsys"}},
 
 	// Programs and labs at the edge.
-	"images/commissioning/build": {why: "builds the image by running go build; the kernel from Debian's package, the initramfs writer", imports: []string{"images/debkernel", "images/initramfs"}},
-	"images/debkernel":           {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
-	"images/initramfs":           {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
-	"lab/testenv":                {why: "test support: the skip-or-fail rule, a leaf every test may import"},
-	"lab/layering":               {why: "this test: reads the module through go list"},
-	"lab/e2e":                    {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/deployimage/gpt", "lab/testenv"}},
+	"images/commissioning/build": {why: "builds the image: the kernel from Debian's package, Rollcall's initrd", imports: []string{"images/agentinitrd", "images/debkernel"}},
+	"images/agentinitrd": {why: "Rollcall's initrd (the agent by go build, a kernel's modules, the initramfs writer), shared by the commissioning and the compute image",
+		imports: []string{"images/debkernel", "images/initramfs"}, tests: []string{"lab/testenv"}},
+	"images/debroot": {why: "a Debian root by mmdebstrap, made a template: a leaf the image builders share"},
+	"images/compute-debian13": {why: "builds the stateless compute image: a Debian root, its kernel, Rollcall's initrd with the kernel's modules",
+		imports: []string{"images/agentinitrd", "images/debkernel", "images/debroot"}},
+	"images/debkernel": {why: "Debian's kernel package through apt-get download: a leaf the image builders share"},
+	"images/initramfs": {why: "the reproducible newc writer: a leaf the image builders share", tests: []string{"lab/testenv"}},
+	"lab/testenv":      {why: "test support: the skip-or-fail rule, a leaf every test may import"},
+	"lab/layering":     {why: "this test: reads the module through go list"},
+	"lab/e2e":          {why: "end to end: runs the real binaries", tests: []string{"lab/deployimage", "lab/deployimage/gpt", "lab/testenv"}},
 	"lab/deployimage": {why: "builds the deploy tests' disk images from Debian's kernel (as the commissioning image) and tinyinit",
-		imports: []string{"images/debkernel", "images/initramfs", "lab/deployimage/gpt"},
+		imports: []string{"images/debkernel", "images/debroot", "images/initramfs", "lab/deployimage/gpt"},
 		tests:   []string{"lab/testenv"}},
 	"lab/deployimage/gpt":              {why: "reads a GPT: a leaf", tests: []string{"lab/testenv"}},
 	"lab/deployimage/nocloud":          {why: "reads a NoCloud seed as cloud-init does: a leaf", tests: []string{"lab/testenv"}},
 	"lab/deployimage/tinyinit":         {why: "the deploy test image's init: the agent's PID 1 chores, the GPT and seed readers", imports: []string{"agent/sysinit", "lab/deployimage/gpt", "lab/deployimage/nocloud"}},
 	"lab/deployimage/cmd/deploy-image": {why: "the image builder's command", imports: []string{"lab/deployimage"}},
-	"lab/fleet":                        {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
-	"lab/baseline":                     {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
-	"lab/bench/deploy":                 {why: "a benchmark program: the deploy agent's pipeline against curl | zstd | dd", imports: []string{"agent", "agent/deploy"}},
-	"lab/bench/dhcp":                   {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
-	"lab/bench/dhcp/replica":           {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
-	"lab/bench/export":                 {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
-	"lab/bench/http":                   {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
-	"lab/bench/ipam":                   {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
-	"lab/bench/machines":               {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
+	"lab/statelessimage": {why: "builds the stateless test image's root (testinit, rollcall-overlay) with the initrd builder's go build",
+		imports: []string{"images/agentinitrd"}, tests: []string{"lab/testenv"}},
+	"lab/statelessimage/testinit":            {why: "the stateless test image's init: runs rollcall-overlay, prints markers; a leaf"},
+	"lab/statelessimage/cmd/stateless-image": {why: "the stateless test image builder's command", imports: []string{"lab/statelessimage"}},
+	"lab/fleet":                              {why: "test support: the fleet simulator, on the model's types", imports: []string{"store/inventory"}},
+	"lab/baseline":                           {why: "test support: plain hashicorp/raft, which must not import raftfsm (raftfsm's tests import it)"},
+	"lab/bench/deploy":                       {why: "a benchmark program: the deploy agent's pipeline against curl | zstd | dd", imports: []string{"agent", "agent/deploy"}},
+	"lab/bench/dhcp":                         {why: "a benchmark program", imports: []string{"appliance/node", "dhcp", "lab/bench/dhcp/replica", "store"}},
+	"lab/bench/dhcp/replica":                 {why: "a replicated store for DHCP and BMC job tests and benchmarks: FSMs fed one log", imports: []string{"dhcp/lease", "raftfsm", "store"}},
+	"lab/bench/export":                       {why: "a benchmark program", imports: []string{"raftfsm", "raftfsm/fsmtest", "store", "store/pgexport", "store/pgexport/pgtest"}},
+	"lab/bench/http":                         {why: "a benchmark program", imports: []string{"appliance/node", "store"}},
+	"lab/bench/ipam":                         {why: "a benchmark program", imports: []string{"appliance/node", "appliance/wire"}},
+	"lab/bench/machines":                     {why: "a benchmark program", imports: []string{"appliance/node", "lab/fleet"}},
 	"lab/bench/power": {why: "a benchmark program",
 		imports: []string{"power", "power/ipmi", "power/ipmi/ipmitest", "power/redfish", "power/redfish/redfishtest"}},
 	"lab/bench/raft": {why: "a benchmark program", imports: []string{"appliance/pki", "lab/baseline", "raftfsm", "raftfsm/cluster", "store"}},
@@ -226,6 +239,10 @@ var against = map[edge]string{
 		"fetched by the one piece of code that fetches it (both are programs at the edge)",
 	{"lab/deployimage", "images/initramfs", false}: "the deploy test image's initrd is written by the commissioning image's " +
 		"reproducible writer",
+	{"lab/statelessimage", "images/agentinitrd", false}: "the stateless test image's binaries are built as the images' " +
+		"binaries are, by the one go build that makes them reproducible (both are programs at the edge)",
+	{"lab/deployimage", "images/debroot", false}: "the deploy tests' Debian root is made by the mmdebstrap recipe the " +
+		"compute image is made by (both are programs at the edge)",
 	{"raftfsm", "ipam", false}: "a service importing a service: Apply runs the network model's checks " +
 		"(ipam.CheckVLAN, AddSubnet, Claim, …) on its transaction, so every node applies the same rules; ipam " +
 		"keeps them as deterministic functions of a store.Tx and imports only store. Moving the rules below " +
