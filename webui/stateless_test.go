@@ -90,10 +90,18 @@ func TestBrowserStateless(t *testing.T) {
 			p.NameFirst != 1 || p.NameLast != 20 || p.Vars["site"] != "lab" || p.Vars["role"] != "compute" || len(p.Subnets) != 0 {
 			t.Errorf("the form saved %+v", p)
 		}
+		// Edited on its page: a PUT of the whole.
+		b.run(t, "edit", chromedp.Evaluate[chromedp.Void](`(() => { const el = document.querySelector('[data-field=name_last] input'); el.value = '30'; el.dispatchEvent(new Event('input')); })()`),
+			chromedp.Click(chromedp.CSS(`#main form button[type=submit]`)),
+			waitJS(`document.querySelector('.form-ok') !== null`))
+		e.call(t, "GET", "/api/v1/profiles/rack1", nil, &p)
+		if p.NameLast != 30 || p.NameFormat != "cn%02d" || p.Vars["site"] != "lab" {
+			t.Errorf("after the edit: %+v", p)
+		}
 		b.run(t, "the list", chromedp.Navigate(e.ui.URL+"/ui/#/profiles"),
 			waitJS(`[...document.querySelectorAll('.profiles a')].some((a) => a.textContent === 'rack1')`))
 		row := b.text(t, `.profiles tbody tr`)
-		for _, want := range []string{"rack1", "compute", "cn%02d (1–20)", "0"} {
+		for _, want := range []string{"rack1", "compute", "cn%02d (1–30)", "0"} {
 			if !strings.Contains(row, want) {
 				t.Errorf("the profiles list says %q, want %q in it", row, want)
 			}
