@@ -129,6 +129,8 @@ const helpText = `[yellow]Anywhere[-]
   Enter on a rack: its elevation; on a unit: its machine
   Enter on a tag: the tag and its machines    Esc back
   Enter on a profile: its definition and its nodes
+[yellow]OS images[-]
+  s sync the sources now (asks)   p promote a version (asks)
 [yellow]Dialogs[-]
   arrows, Tab, Enter choose    Esc cancel
 `
@@ -172,6 +174,8 @@ func (c *console) hints() []hint {
 		h = []hint{{"Enter", "show profile", 3}, {"Esc", "list", 2}}
 	case c.page == "profile":
 		h = []hint{{"Esc", "profiles", 3}}
+	case c.page == "os":
+		h = []hint{{"s", "sync now", 3}, {"p", "promote", 3}, {"Esc", "list", 2}}
 	default:
 		h = []hint{{"Esc", "list", 2}}
 	}

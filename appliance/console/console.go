@@ -301,6 +301,7 @@ func (c *console) build() {
 	c.imagesTV = c.textPage("images", " Images ")
 	c.buildRacksAndTags()
 	c.osTV = c.textPage("os", " OS images ")
+	c.osTV.SetInputCapture(c.osKeys)
 	c.buildProfiles()
 
 	main := tview.NewFlex().

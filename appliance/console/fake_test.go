@@ -34,6 +34,10 @@ type fleet struct {
 	deploys  map[string][]wire.DeployJob // machine ID → its deploy and release jobs, newest first
 	profiles []wire.Profile
 	nodes    []wire.StatelessNode // by machine ID
+	// The OS page's actions: the current version a promote set, by name,
+	// and what they were asked.
+	osCurrent map[string]string
+	osCalls   []string
 }
 
 func (f *fleet) Now() time.Time { return fakeNow }
