@@ -113,6 +113,26 @@ func TestBrowserStateless(t *testing.T) {
 		checkNames(t, b, "profiles")
 	})
 
+	t.Run("cluster vars", func(t *testing.T) {
+		b.run(t, "open", append([]chromedp.Action[chromedp.Void]{chromedp.Navigate(e.ui.URL + "/ui/#/profiles"),
+			waitJS(`document.querySelector('.cluster-vars') !== null`)}, openDialog(`#edit-vars`)...)...)
+		if got := b.text(t, `.cluster-vars`); !strings.Contains(got, "slurm_controller") || !strings.Contains(got, "head1") {
+			t.Errorf("the cluster vars table says %q", got)
+		}
+		b.run(t, "a line that is not KEY=VALUE", setField("vars", "slurm_controller=head2\nnot a pair"), submitDialog(), waitFieldError("vars"))
+		var v wire.ClusterVars
+		e.call(t, "GET", "/api/v1/cluster/vars", nil, &v)
+		if v.Vars["slurm_controller"] != "head1" {
+			t.Fatalf("a refused edit changed the vars: %+v", v.Vars)
+		}
+		b.run(t, "a good one", setField("vars", "slurm_controller=head2\nnfs_server=10.0.0.5"), submitDialog(),
+			waitJS(`document.querySelector('dialog[open]') === null && document.querySelector('.cluster-vars').textContent.includes('nfs_server')`))
+		e.call(t, "GET", "/api/v1/cluster/vars", nil, &v)
+		if len(v.Vars) != 2 || v.Vars["slurm_controller"] != "head2" || v.Vars["nfs_server"] != "10.0.0.5" {
+			t.Errorf("the form saved %+v", v.Vars)
+		}
+	})
+
 	t.Run("overlay files", func(t *testing.T) {
 		b.run(t, "open", chromedp.Navigate(e.ui.URL+"/ui/#/overlays/compute"),
 			waitJS(`document.querySelectorAll('.overlay-files tbody tr').length === 9`))

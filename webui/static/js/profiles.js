@@ -94,13 +94,15 @@ function listPage(main) {
   const ctrl = new AbortController();
   const profBox = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   const ovBox = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const varsBox = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   main.append(
     h('div', { class: 'page-head with-buttons' }, h('h1', {}, 'Profiles'),
       h('button', { type: 'button', id: 'add-profile', onclick: () => addProfile() }, 'Add profile…')),
     h('p', { class: 'muted' }, 'A machine assigned to a profile boots its image into memory, with the overlays rendered for it: a stateless node. Assign a ready machine from the machines list (Assign profile…).'),
     section('Profiles', profBox),
     section('Overlays', h('p', { class: 'muted' }, 'Trees of files (system/ at boot, runtime/ every few minutes; .tmpl files are templates rendered per node). Import one with ',
-      h('code', {}, 'rollcall overlay import NAME DIR'), '.'), ovBox));
+      h('code', {}, 'rollcall overlay import NAME DIR'), '.'), ovBox),
+    section('Cluster variables', h('p', { class: 'muted' }, 'What every node\'s templates see as .ClusterVars (and as .Vars under their profile\'s own): a Slurm controller, an NFS server.'), varsBox));
   const onError = (box) => (e) => { if (e.status !== 401) box.replaceChildren(errorBox(e)); };
   // The counts follow the nodes and the profiles as they change: a
   // profile's nodes from the node list, an overlay's profiles from the
@@ -138,6 +140,28 @@ function listPage(main) {
   watch('/api/v1/overlays', (d) => { overlays = d.overlays || []; drawOverlays(); },
     { signal: ctrl.signal, onError: onError(ovBox) });
   const stop = followNodes((m) => { nodes = m; drawProfiles(); });
+  let vars = null;
+  function drawVars() {
+    const list = Object.entries(vars || {}).sort(([a], [b]) => (a < b ? -1 : 1));
+    varsBox.replaceChildren(
+      list.length ? table('Cluster variables', [
+        { label: 'Variable', get: ([k]) => h('code', {}, k) },
+        { label: 'Value', get: ([, v]) => (v.length > 120 ? v.slice(0, 120) + '…' : v) },
+      ], list, { cls: 'cluster-vars' }) : empty('No cluster variables.'),
+      h('p', {}, h('button', { type: 'button', id: 'edit-vars', onclick: () => editVars() }, 'Edit variables…')));
+  }
+  async function editVars() {
+    const out = await formDialog({
+      title: 'Cluster variables',
+      fields: [{ name: 'vars', label: 'Variables', type: 'textarea', rows: 8, code: true, wide: true, value: varsText(vars), match: /\bvariables?\b|\bvars\b/i,
+        help: 'KEY=VALUE, one a line; the whole set replaces the cluster\'s.' }],
+      confirm: 'Save',
+      wide: true,
+      submit: async (v) => (await put('/api/v1/cluster/vars', { vars: parseVars(v.vars) })).data,
+    });
+    if (out) { vars = out.vars || {}; drawVars(); }
+  }
+  get('/api/v1/cluster/vars').then((r) => { vars = r.data?.vars || {}; drawVars(); }, onError(varsBox));
   return () => { ctrl.abort(); stop(); };
 }
 
