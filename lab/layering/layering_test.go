@@ -95,7 +95,7 @@ var rules = map[string]rule{
 	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
 		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
-		tests: []string{"appliance/nodetest", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "store/inventory"}},
+		tests: []string{"appliance/nodetest", "appliance/overlay", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
 	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
 		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
@@ -155,7 +155,7 @@ var rules = map[string]rule{
 		imports: []string{"store/inventory"}},
 	"appliance/console": {why: "an API client: the wire types for what the API answers, never the node or its store (setup is handed the node's name rule)",
 		imports: []string{"appliance/apiclient", "appliance/pki", "appliance/wire"},
-		tests:   []string{"store", "store/inventory"}},
+		tests:   []string{"appliance/nodetest", "lab/fleet", "store", "store/inventory"}},
 	"appliance/cli": {why: "the command line: a client of the API (apiclient, wire) that starts a node (serve, setup) only through " +
 		"appliance/node's exported API, never the other way round; the console for tui and setup; store's names and checks and " +
 		"pgexport's DSN checks, to refuse bad input before it is sent; pki for keygen; the example overlays overlay import -example sends",
@@ -275,6 +275,7 @@ var against = map[edge]string{
 	{"buildroot", "images/initramfs", false}: "the ISO's initramfs is written by the commissioning image's reproducible writer",
 	{"webui", "appliance/wire", true}: "the browser tests call a real node's API (appliance/nodetest) with its request types " +
 		"and read its answers as the API's own types",
+	{"webui", "appliance/overlay", true}: "the stateless browser test imports the example overlay the CLI's overlay import -example sends",
 }
 
 // testSupport are packages made for tests (and the lab's programs): tests of
