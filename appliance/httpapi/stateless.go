@@ -59,7 +59,7 @@ func (s *Server) statelessRoutes() []Route {
 		{"POST", "/api/v1/machines/:id/unassign", AuthAdmin, "take a stateless node back to ready: its name and addresses freed", nil, s.postUnassign},
 		{"GET", "/api/v1/stateless/nodes", AuthAdmin, "stateless nodes by machine: name, profile, addresses, booted, last seen, stale (?index=&wait=)", nil, s.listStatelessNodes},
 		{"GET", "/api/v1/stateless/nodes/:id", AuthAdmin, "one stateless node (a machine ID or name)", nil, s.getStatelessNode},
-		{"GET", "/api/v1/cluster/vars", AuthAdmin, "the cluster's variables (templates' .ClusterVars)", nil, s.getClusterVars},
+		{"GET", "/api/v1/cluster/vars", AuthAdmin, "the cluster's variables (templates' .ClusterVars) (?index=&wait=)", nil, s.getClusterVars},
 		{"PUT", "/api/v1/cluster/vars", AuthAdmin, "replace the cluster's variables", wire.ClusterVars{}, s.putClusterVars},
 		{"GET", "/api/v1/stateless/self", AuthNode, "the node's own record: machine, name, profile, addresses, refresh interval", nil, s.getStatelessSelf},
 		{"GET", "/api/v1/stateless/self/overlay/:tree", AuthNode, "the node's rendered system or runtime tree, as a tar; a fetch is its heartbeat", nil, s.getSelfOverlay},
@@ -541,7 +541,7 @@ func (s *Server) getStatelessNode(c *gin.Context) error {
 // ---- cluster variables
 
 func (s *Server) getClusterVars(c *gin.Context) error {
-	if err := s.minIndex(c); err != nil {
+	if err := s.blockingQuery(c, store.TableClusterVars); err != nil {
 		return err
 	}
 	var v store.ClusterVars

@@ -161,7 +161,7 @@ function listPage(main) {
     });
     if (out) { vars = out.vars || {}; drawVars(); }
   }
-  get('/api/v1/cluster/vars').then((r) => { vars = r.data?.vars || {}; drawVars(); }, onError(varsBox));
+  watch('/api/v1/cluster/vars', (d) => { vars = d.vars || {}; drawVars(); }, { signal: ctrl.signal, onError: onError(varsBox) });
   return () => { ctrl.abort(); stop(); };
 }
 
