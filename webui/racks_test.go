@@ -63,6 +63,9 @@ func TestBrowserRacks(t *testing.T) {
 		if cls := js[string](t, b, fmt.Sprintf(`document.querySelector(%q).className`, placed("R7", ms[0].ID))); !strings.Contains(cls, "state-new") {
 			t.Errorf("the block's classes %q lack its state", cls)
 		}
+		// The table follows the racks list, which may answer after the
+		// elevation is drawn on a loaded machine.
+		b.run(t, "the racks table", waitJS(`(document.querySelector('#main table')?.textContent || '').includes('B1')`))
 		if got := b.text(t, `#main table`); !strings.Contains(got, "R7") || !strings.Contains(got, "B1") || !strings.Contains(got, "2U") {
 			t.Errorf("the racks table says %q", got)
 		}
