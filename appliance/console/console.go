@@ -196,6 +196,7 @@ type console struct {
 	// machine ID (haveNodes once read).
 	profiles     []wire.Profile
 	haveProfiles bool
+	clusterVars  map[string]string // shown under a profile's own, when the source reads them
 	profile      profileView
 	nodes        map[string]wire.StatelessNode
 	haveNodes    bool
@@ -603,7 +604,13 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 		if err != nil {
 			return fail(err)
 		}
-		return ok(func() { c.setProfiles(ps) })
+		var vars map[string]string
+		if cv, can := c.src.(ClusterVarsSource); can {
+			if v, err := cv.ClusterVars(ctx); err == nil {
+				vars = v.Vars
+			}
+		}
+		return ok(func() { c.setProfiles(ps); c.clusterVars = vars })
 	case what == "nodes":
 		l, err := c.src.StatelessNodes(ctx, 0, 0)
 		if notServed(err) {

@@ -42,6 +42,11 @@ type fleet struct {
 
 func (f *fleet) Now() time.Time { return fakeNow }
 
+// ClusterVars implements ClusterVarsSource.
+func (f *fleet) ClusterVars(context.Context) (wire.ClusterVars, error) {
+	return wire.ClusterVars{Vars: map[string]string{"slurm_controller": "head1", "cluster_name": "hpc"}, Index: 80}, nil
+}
+
 func ago(d time.Duration) time.Time { return fakeNow.Add(-d) }
 
 func newFleet() *fleet {

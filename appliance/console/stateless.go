@@ -322,6 +322,17 @@ func (c *console) renderProfile() {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "  %s=%s\n", esc(k), esc(p.Vars[k]))
 	}
+	if len(c.clusterVars) > 0 {
+		b.WriteString("\n[yellow]Cluster variables[-] (under the profile's; rollcall cluster vars)\n")
+		ckeys := make([]string, 0, len(c.clusterVars))
+		for k := range c.clusterVars {
+			ckeys = append(ckeys, k)
+		}
+		sort.Strings(ckeys)
+		for _, k := range ckeys {
+			fmt.Fprintf(&b, "  %s=%s\n", esc(k), esc(c.clusterVars[k]))
+		}
+	}
 	nodes := c.nodesOf(p.Name)
 	names := c.names()
 	fmt.Fprintf(&b, "\n[yellow]Nodes[-] %d\n", len(nodes))
@@ -334,6 +345,19 @@ func (c *console) renderProfile() {
 	}
 	b.WriteString("\n change it: rollcall profile set " + esc(p.Name) + " … · assign: a on a machine\n")
 	tv.SetText(b.String())
+}
+
+// ClusterVarsSource may be implemented by a Source: the cluster's
+// variables, shown with a profile's own.
+type ClusterVarsSource interface {
+	ClusterVars(ctx context.Context) (wire.ClusterVars, error)
+}
+
+// ClusterVars implements ClusterVarsSource: GET /api/v1/cluster/vars.
+func (c *Client) ClusterVars(ctx context.Context) (wire.ClusterVars, error) {
+	var v wire.ClusterVars
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/cluster/vars", nil, &v)
+	return v, err
 }
 
 // ---- the actions
