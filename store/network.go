@@ -453,3 +453,42 @@ func (t *Tx) DeleteAllocHints(prefix string) error {
 	}
 	return t.deletePrefix(bucketNet, "hint/"+prefix)
 }
+
+// DHCPServed is one IPv4 subnet a node serves DHCP on: its VLAN, the
+// interface the VLAN names for the node ("" for the one holding an address
+// in the subnet) and the subnet.
+type DHCPServed struct {
+	VLAN   VLAN
+	Iface  string
+	Subnet Subnet
+}
+
+// DHCPServedBy lists the IPv4 subnets of every VLAN whose DHCP servers name
+// node (DHCP not off), by VLAN then subnet.
+func (t *Tx) DHCPServedBy(node string) ([]DHCPServed, error) {
+	vlans, err := t.VLANs()
+	if err != nil {
+		return nil, err
+	}
+	subnets, err := t.Subnets()
+	if err != nil {
+		return nil, err
+	}
+	var out []DHCPServed
+	for _, v := range vlans {
+		if v.DHCP == DHCPOff {
+			continue
+		}
+		for _, srv := range v.Servers {
+			if srv.Node != node {
+				continue
+			}
+			for _, s := range subnets {
+				if s.Fabric == v.Fabric && s.VID == v.VID && s.CIDR.Addr().Is4() {
+					out = append(out, DHCPServed{VLAN: v, Iface: srv.Iface, Subnet: s})
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -227,39 +227,34 @@ func (s *Server) doctorImage(d *doctor, members []string) {
 // doctorInterfaces checks every VLAN this node serves DHCP on has an
 // interface here with an address in the VLAN's subnets.
 func (s *Server) doctorInterfaces(d *doctor) {
-	var vlans []store.VLAN
-	var subnets []store.Subnet
-	s.cfg.DB.View(func(tx *store.Tx) error {
-		vlans, _ = tx.VLANs()
-		subnets, _ = tx.Subnets()
-		return nil
-	})
-	served := 0
-	for _, v := range vlans {
-		if v.DHCP == store.DHCPOff {
-			continue
+	var list []store.DHCPServed
+	s.cfg.DB.View(func(tx *store.Tx) (err error) { list, err = tx.DHCPServedBy(s.cfg.Name); return err })
+	// One check a VLAN, over its subnets, in the order they come.
+	type vlan struct {
+		name, iface string
+		cidrs       []netip.Prefix
+	}
+	var vlans []*vlan
+	by := map[string]*vlan{}
+	for _, sv := range list {
+		name := fmt.Sprintf("VLAN %s/%d", sv.VLAN.Fabric, sv.VLAN.VID)
+		v, ok := by[name]
+		if !ok {
+			v = &vlan{name: name, iface: sv.Iface}
+			by[name] = v
+			vlans = append(vlans, v)
 		}
-		for _, srv := range v.Servers {
-			if srv.Node != s.cfg.Name {
-				continue
-			}
-			served++
-			name := fmt.Sprintf("VLAN %s/%d", v.Fabric, v.VID)
-			var cidrs []netip.Prefix
-			for _, sn := range subnets {
-				if sn.Fabric == v.Fabric && sn.VID == v.VID && sn.CIDR.Addr().Is4() {
-					cidrs = append(cidrs, sn.CIDR)
-				}
-			}
-			if problem := interfaceProblem(srv.Iface, cidrs); problem != "" {
-				d.add("interfaces", wire.DoctorFail, "give the node an address in the subnet on that interface, or name the interface: rollcall vlan add … -node "+s.cfg.Name+" -iface IF", "%s: %s", name, problem)
-			} else {
-				d.add("interfaces", wire.DoctorOK, "", "%s: DHCP on %s", name, dashIf(srv.Iface))
-			}
+		v.cidrs = append(v.cidrs, sv.Subnet.CIDR)
+	}
+	for _, v := range vlans {
+		if problem := interfaceProblem(v.iface, v.cidrs); problem != "" {
+			d.add("interfaces", wire.DoctorFail, "give the node an address in the subnet on that interface, or name the interface: rollcall vlan add … -node "+s.cfg.Name+" -iface IF", "%s: %s", v.name, problem)
+		} else {
+			d.add("interfaces", wire.DoctorOK, "", "%s: DHCP on %s", v.name, dashIf(v.iface))
 		}
 	}
-	if served == 0 {
-		d.add("interfaces", wire.DoctorOK, "", "this node serves DHCP on no VLAN")
+	if len(vlans) == 0 {
+		d.add("interfaces", wire.DoctorOK, "", "this node serves DHCP on no subnet")
 	}
 }
 

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func TestDoctor(t *testing.T) {
 	for _, c := range []raftfsm.Command{
 		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "lab", Kind: store.FabricEthernet, Created: now}},
 		&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "lab", VID: 7, MTU: 1500, DHCP: store.DHCPFull, Servers: []raftfsm.VLANServer{{Node: n.Name(), Iface: "rcnosuch0"}}, Created: now}},
+		&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: netip.MustParsePrefix("10.77.0.0/24"), Fabric: "lab", VID: 7, Purpose: "provisioning", Gateway: netip.MustParseAddr("10.77.0.1"), Created: now}},
 	} {
 		if _, err := n.Cluster().Apply(context.Background(), c); err != nil {
 			t.Fatal(err)

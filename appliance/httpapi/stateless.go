@@ -220,11 +220,16 @@ func (s *Server) ensureMungeKey(c *gin.Context) error {
 }
 
 func (s *Server) deleteProfile(c *gin.Context) error {
+	return s.deleteNamed(c, "profile", func(name string) raftfsm.Command { return &raftfsm.ProfileDelete{Name: name} })
+}
+
+// deleteNamed proposes the delete of a profile or an overlay by :name.
+func (s *Server) deleteNamed(c *gin.Context, what string, cmd func(string) raftfsm.Command) error {
 	name := c.Param("name")
 	if err := store.ValidImageName(name); err != nil {
-		return BadRequest("profile name %q is not a profile name", store.Clip(name))
+		return BadRequest("%s name %q is not a %s name", what, store.Clip(name), what)
 	}
-	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.ProfileDelete{Name: name})
+	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), cmd(name))
 	if err != nil {
 		return err
 	}
@@ -391,15 +396,7 @@ func (s *Server) trialRender(name string, files []store.OverlayFile) error {
 }
 
 func (s *Server) deleteOverlay(c *gin.Context) error {
-	name := c.Param("name")
-	if err := store.ValidImageName(name); err != nil {
-		return BadRequest("overlay name %q is not an overlay name", store.Clip(name))
-	}
-	idx, err := s.cfg.Cluster.Apply(c.Request.Context(), &raftfsm.OverlayDelete{Name: name})
-	if err != nil {
-		return err
-	}
-	return deleted(c, idx, name)
+	return s.deleteNamed(c, "overlay", func(name string) raftfsm.Command { return &raftfsm.OverlayDelete{Name: name} })
 }
 
 // ---- assignments

@@ -87,35 +87,20 @@ func (n *Node) dhcpNetworks(ifaces func() ([]net.Interface, error)) ([]dhcp.Netw
 	}
 	var out []dhcp.Network
 	var problems []string
-	n.db.View(func(tx *store.Tx) error {
-		vlans, _ := tx.VLANs()
-		subnets, _ := tx.Subnets()
-		for _, v := range vlans {
-			if v.DHCP == store.DHCPOff {
-				continue
-			}
-			for _, srv := range v.Servers {
-				if srv.Node != n.opts.Name {
-					continue
-				}
-				for _, s := range subnets {
-					if s.Fabric != v.Fabric || s.VID != v.VID || !s.CIDR.Addr().Is4() {
-						continue
-					}
-					iface := srv.Iface
-					if iface == "" {
-						iface = interfaceIn(s.CIDR, ifaces)
-					}
-					if iface == "" {
-						problems = append(problems, fmt.Sprintf("VLAN %s/%d: no interface of this node has an address in %s; name one with -iface", v.Fabric, v.VID, s.CIDR))
-						continue
-					}
-					out = append(out, dhcp.Network{Iface: iface, VLAN: fmt.Sprintf("%s/%d", v.Fabric, v.VID), Subnet: s.CIDR, Mode: v.DHCP, BootLoader: v.BootLoader})
-				}
-			}
+	var served []store.DHCPServed
+	n.db.View(func(tx *store.Tx) (err error) { served, err = tx.DHCPServedBy(n.opts.Name); return err })
+	for _, d := range served {
+		v := d.VLAN
+		iface := d.Iface
+		if iface == "" {
+			iface = interfaceIn(d.Subnet.CIDR, ifaces)
 		}
-		return nil
-	})
+		if iface == "" {
+			problems = append(problems, fmt.Sprintf("VLAN %s/%d: no interface of this node has an address in %s; name one with -iface", v.Fabric, v.VID, d.Subnet.CIDR))
+			continue
+		}
+		out = append(out, dhcp.Network{Iface: iface, VLAN: fmt.Sprintf("%s/%d", v.Fabric, v.VID), Subnet: d.Subnet.CIDR, Mode: v.DHCP, BootLoader: v.BootLoader})
+	}
 	return out, problems
 }
 
