@@ -54,7 +54,10 @@ func TestBrowserLayouts(t *testing.T) {
 		if d.Layout != "one-nic" {
 			t.Fatalf("the API shows layout %q, want one-nic", d.Layout)
 		}
-		b.run(t, "preview", chromedp.Click(chromedp.ID("preview-plan")), waitJS(`document.querySelector('#plan') !== null || document.querySelector('#network .alert.error') !== null`))
+		// Clicked from the page itself: the network card may be drawn again
+		// (the machine's record moved) between a lookup and a click.
+		b.run(t, "preview", waitJS(`document.getElementById('preview-plan') !== null`),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById('preview-plan').click()`), waitJS(`document.querySelector('#plan') !== null || document.querySelector('#network .alert.error') !== null`))
 		plan := b.text(t, `#network`)
 		if !strings.Contains(plan, "network-config") || !strings.Contains(plan, rep.BootMAC) || !strings.Contains(plan, "one-nic") {
 			t.Errorf("the plan preview says %q, want the chosen boot NIC and the network-config", plan)
