@@ -60,6 +60,8 @@ func tableBit(table string) uint32 {
 		return 1 << 11
 	case TableStatelessNodes:
 		return 1 << 12
+	case TableClusterVars:
+		return 1 << 13
 	}
 	return 1 << 31
 }

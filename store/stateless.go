@@ -618,5 +618,8 @@ func (t *Tx) PutClusterVars(v ClusterVars) error {
 	if err := t.putJSON(bucketClusterVars, keyClusterVars, v); err != nil {
 		return err
 	}
+	if err := t.logChange(TableClusterVars, keyClusterVars, OpPut); err != nil {
+		return err
+	}
 	return t.touch(TableClusterVars)
 }

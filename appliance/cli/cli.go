@@ -33,6 +33,8 @@ Cluster:
   rollcall cluster remove NAME           remove a node from the cluster
   rollcall cluster check                 every node hashes its store at one index and compares
   rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
+  rollcall doctor [-json]                the node's checks (Raft, members' clocks, services, disk,
+                                         certificates, commissioning image, DHCP interfaces); exit 1 on a failure
 
 Machines:
   rollcall list [-state S] [-q TEXT] [-tag T] [-rack R] [-json] [-watch]
@@ -79,6 +81,7 @@ Stateless nodes (boot an image into RAM, files from overlays; docs/stateless.md)
   rollcall profile add NAME -image IMG [-overlays a,b] [-args A] [-name-format node%03d] [-first N] [-last N] [-subnets CIDR,…] [-var K=V]…
   rollcall profile set NAME [the same flags; -unset-var K] | rm NAME | list | show NAME
   rollcall overlay import NAME DIR | import NAME -example | list | show NAME [-files] | rm NAME
+  rollcall overlay export NAME DIR [-force]    its files written back (DIR/system/…, DIR/runtime/…, modes kept)
   rollcall assign ID|tag:NAME PROFILE [-boot]   a node name, addresses, a host key; -boot power-cycles it
   rollcall unassign ID|tag:NAME                 back to ready, name and addresses freed
   rollcall render PROFILE PATH [-node NAME]     what a node (or the controller) gets at PATH
@@ -135,6 +138,7 @@ var verbs = map[string]verb{
 	"setup": {run: cmdSetup, screen: true},
 	// cluster.go
 	"cluster": {run: cmdCluster},
+	"doctor":  {run: cmdDoctor}, // doctor.go
 	// machine.go
 	"list":         {run: cmdList},
 	"show":         {run: cmdShow},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,7 +28,7 @@ import (
 
 const (
 	profileUsage = "rollcall profile add NAME -image IMG [-overlays a,b] [-args ARGS] [-name-format node%03d] [-first N] [-last N] [-subnets CIDR,…] [-var K=V]… | set NAME [the same flags: only those given change] | rm NAME | list [-json] | show NAME [-json]"
-	overlayUsage = "rollcall overlay import NAME DIR | import NAME -example | list [-json] | show NAME [-files] [-json] | rm NAME"
+	overlayUsage = "rollcall overlay import NAME DIR | import NAME -example | list [-json] | show NAME [-files] [-json] | rm NAME | export NAME DIR [-force]"
 )
 
 func profilePath(name string) string { return "/api/v1/profiles/" + url.PathEscape(name) }
@@ -130,16 +132,22 @@ func profileSave(args []string, stdout io.Writer, replace bool) error {
 }
 
 func profileRm(args []string, stdout io.Writer) error {
-	fs := newFlags("profile rm", "rollcall profile rm NAME")
+	return removeNamed(args, stdout, "profile", profilePath)
+}
+
+// removeNamed is `profile rm NAME` and `overlay rm NAME`: a DELETE that
+// answers wire.Deleted (printed with -json).
+func removeNamed(args []string, stdout io.Writer, noun string, path func(string) string) error {
+	fs := newFlags(noun+" rm", "rollcall "+noun+" rm NAME [-json]")
+	asJSON := fs.Bool("json", false, "print JSON")
 	c, err := fs.client(args, 1)
 	if err != nil {
 		return err
 	}
-	if err := c.do(http.MethodDelete, profilePath(fs.Arg(0)), nil, nil); err != nil {
+	return fetch(c, http.MethodDelete, path(fs.Arg(0)), nil, *asJSON, stdout, func(w io.Writer, d wire.Deleted) error {
+		_, err := fmt.Fprintf(w, "%s %s removed\n", noun, d.Deleted)
 		return err
-	}
-	fmt.Fprintf(stdout, "profile %s removed\n", fs.Arg(0))
-	return nil
+	})
 }
 
 var (
@@ -243,6 +251,7 @@ func cmdOverlay(args []string, s streams) error {
 		"list":   overlayList.run,
 		"show":   overlayShow,
 		"rm":     overlayRm,
+		"export": overlayExport,
 	}
 	h, ok := verbs[args[0]]
 	if !ok {
@@ -284,16 +293,22 @@ func overlayImport(args []string, stdout io.Writer) error {
 
 // ReadOverlayDir reads an overlay's tree from dir: the regular files under
 // dir/system and dir/runtime (at least one of them), their permission
-// bits kept. A symbolic link, a device or anything but a file or a
-// directory is refused, as are more files or bytes than an overlay may
-// hold, before anything is sent.
+// bits kept (setuid, setgid and sticky too). A symbolic link, a device or
+// anything but a file or a directory is refused, as are more files or
+// bytes than an overlay may hold, before anything is sent. Files are read
+// through an os.Root of dir, so nothing outside it is read even if the
+// tree changes while it is walked.
 func ReadOverlayDir(dir string) ([]store.OverlayFile, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var files []store.OverlayFile
 	var total int64
 	found := false
 	for _, tree := range []string{store.TreeSystem, store.TreeRuntime} {
-		root := filepath.Join(dir, tree)
-		st, err := os.Lstat(root)
+		st, err := root.Lstat(tree)
 		if errors.Is(err, iofs.ErrNotExist) {
 			continue
 		}
@@ -301,36 +316,28 @@ func ReadOverlayDir(dir string) ([]store.OverlayFile, error) {
 			return nil, err
 		}
 		if !st.IsDir() {
-			return nil, fmt.Errorf("%s is not a directory", root)
+			return nil, fmt.Errorf("%s is not a directory", filepath.Join(dir, tree))
 		}
 		found = true
-		err = filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
+		err = iofs.WalkDir(root.FS(), tree, func(rel string, d iofs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			if d.IsDir() {
 				return nil
 			}
-			rel, _ := filepath.Rel(dir, p)
-			rel = filepath.ToSlash(rel)
 			if !d.Type().IsRegular() {
 				return fmt.Errorf("%s: only regular files go into an overlay (this is a %s)", rel, kindOf(d.Type()))
 			}
 			if len(files) == store.MaxOverlayFiles {
 				return fmt.Errorf("%s holds more than the %d files an overlay may have", dir, store.MaxOverlayFiles)
 			}
-			info, err := d.Info()
+			f, err := readOverlayFile(root, rel, store.MaxOverlayBytes-total)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", rel, err)
 			}
-			if total += info.Size(); total > store.MaxOverlayBytes {
-				return fmt.Errorf("%s holds more than the %d MiB an overlay may have", dir, store.MaxOverlayBytes>>20)
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			files = append(files, store.OverlayFile{Path: rel, Mode: uint32(info.Mode().Perm()), Content: b})
+			total += int64(len(f.Content))
+			files = append(files, f)
 			return nil
 		})
 		if err != nil {
@@ -344,6 +351,66 @@ func ReadOverlayDir(dir string) ([]store.OverlayFile, error) {
 		return nil, errors.New(store.Public(err))
 	}
 	return files, nil
+}
+
+// errOverlayTooBig is a tree past store.MaxOverlayBytes.
+var errOverlayTooBig = fmt.Errorf("the tree holds more than the %d MiB an overlay may have", store.MaxOverlayBytes>>20)
+
+// readOverlayFile reads one file of the tree, at most budget bytes.
+func readOverlayFile(root *os.Root, rel string, budget int64) (store.OverlayFile, error) {
+	f, err := root.Open(rel)
+	if err != nil {
+		return store.OverlayFile{}, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return store.OverlayFile{}, err
+	}
+	if !info.Mode().IsRegular() {
+		return store.OverlayFile{}, errors.New("only regular files go into an overlay")
+	}
+	if info.Size() > budget {
+		return store.OverlayFile{}, errOverlayTooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, budget+1))
+	if err != nil {
+		return store.OverlayFile{}, err
+	}
+	if int64(len(b)) > budget {
+		return store.OverlayFile{}, errOverlayTooBig // it grew while read
+	}
+	return store.OverlayFile{Path: rel, Mode: unixMode(info.Mode()), Content: b}, nil
+}
+
+// unixMode is a file's permission bits as an overlay keeps them (0o7777).
+func unixMode(m iofs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&iofs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&iofs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&iofs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
+}
+
+// fileMode is unixMode's inverse.
+func fileMode(u uint32) iofs.FileMode {
+	m := iofs.FileMode(u & 0o777)
+	if u&0o4000 != 0 {
+		m |= iofs.ModeSetuid
+	}
+	if u&0o2000 != 0 {
+		m |= iofs.ModeSetgid
+	}
+	if u&0o1000 != 0 {
+		m |= iofs.ModeSticky
+	}
+	return m
 }
 
 func kindOf(m iofs.FileMode) string {
@@ -393,15 +460,90 @@ func overlayShow(args []string, stdout io.Writer) error {
 }
 
 func overlayRm(args []string, stdout io.Writer) error {
-	fs := newFlags("overlay rm", "rollcall overlay rm NAME")
-	c, err := fs.client(args, 1)
+	return removeNamed(args, stdout, "overlay", overlayPath)
+}
+
+// overlayExport is `overlay export NAME DIR`: the overlay's files written
+// back as overlay import reads them (DIR/system/…, DIR/runtime/…, their
+// modes), so that export, edit and import round-trip. -json prints the
+// overlay without its content.
+func overlayExport(args []string, stdout io.Writer) error {
+	fs := newFlags("overlay export", "rollcall overlay export NAME DIR [-force] [-json]")
+	force := fs.Bool("force", false, "replace the files DIR already has (else an existing file stops the export before anything is written)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	c, err := fs.client(args, 2)
 	if err != nil {
 		return err
 	}
-	if err := c.do(http.MethodDelete, overlayPath(fs.Arg(0)), nil, nil); err != nil {
+	var o wire.Overlay
+	if err := c.do(http.MethodGet, overlayPath(fs.Arg(0))+"?content=1", nil, &o); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "overlay %s removed\n", fs.Arg(0))
+	files := make([]store.OverlayFile, len(o.Files))
+	for i, f := range o.Files {
+		files[i] = store.OverlayFile{Path: f.Path, Mode: f.Mode, Content: f.Content}
+		o.Files[i].Content = nil
+	}
+	if err := WriteOverlayDir(fs.Arg(1), files, *force); err != nil {
+		return err
+	}
+	if *asJSON {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		return printJSON(stdout, b)
+	}
+	_, err = fmt.Fprintf(stdout, "overlay %s exported to %s: %d files, %s\n", o.Name, fs.Arg(1), len(files), humanBytes(o.Size))
+	return err
+}
+
+// WriteOverlayDir writes an overlay's files under dir (made if missing),
+// with their modes, through an os.Root of dir so that no path and no
+// symbolic link already in dir leads outside it. The paths are checked as
+// the store checks them first; without force, a file dir already has
+// stops it before anything is written.
+func WriteOverlayDir(dir string, files []store.OverlayFile, force bool) error {
+	if err := store.CheckOverlayFiles(files); err != nil {
+		return errors.New(store.Public(err))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	} else {
+		for _, f := range files {
+			if _, err := root.Lstat(f.Path); err == nil {
+				return fmt.Errorf("%s already exists: give -force to replace the files %s has", filepath.Join(dir, filepath.FromSlash(f.Path)), dir)
+			}
+		}
+	}
+	for _, f := range files {
+		if err := root.MkdirAll(path.Dir(f.Path), 0o755); err != nil {
+			return err
+		}
+		out, err := root.OpenFile(f.Path, flags, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(f.Content)
+		if err == nil {
+			err = out.Chmod(fileMode(f.Mode)) // exact, whatever the umask
+		}
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -457,7 +599,7 @@ func cmdNodes(args []string, s streams) error { return nodesList.run(args, s.std
 
 // ---- cluster vars
 
-const varsUsage = "rollcall cluster vars [-json] | vars set K=V… | vars rm K…"
+const varsUsage = "rollcall cluster vars [-json] | vars set K=V… [-json] | vars rm K… [-json]"
 
 func clusterVars(args []string, stdout io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -468,6 +610,7 @@ func clusterVars(args []string, stdout io.Writer) error {
 		return fmt.Errorf("unknown cluster vars command %q; usage: %s", verb, varsUsage)
 	}
 	fs := newFlags("cluster vars "+verb, varsUsage)
+	asJSON := fs.Bool("json", false, "print the variables as JSON")
 	c, err := fs.client(args[1:], anyArgs)
 	if err != nil {
 		return err
@@ -493,12 +636,10 @@ func clusterVars(args []string, stdout io.Writer) error {
 		}
 		cur.Vars[k] = v
 	}
-	var out wire.ClusterVars
-	if err := c.do(http.MethodPut, "/api/v1/cluster/vars", wire.ClusterVars{Vars: cur.Vars}, &out); err != nil {
+	return fetch(c, http.MethodPut, "/api/v1/cluster/vars", wire.ClusterVars{Vars: cur.Vars}, *asJSON, stdout, func(w io.Writer, out wire.ClusterVars) error {
+		_, err := fmt.Fprintf(w, "cluster vars: %d set\n", len(out.Vars))
 		return err
-	}
-	fmt.Fprintf(stdout, "cluster vars: %d set\n", len(out.Vars))
-	return nil
+	})
 }
 
 var varsShow = reader[wire.ClusterVars]{name: "cluster vars", usage: "rollcall cluster vars [-json]", path: at("/api/v1/cluster/vars"),

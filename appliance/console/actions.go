@@ -35,6 +35,8 @@ var actionMenu = []menuItem{
 	{"Deploy…", 'e', "deploy", "", "", ""},
 	{"Release…", 'r', "release", "", "", ""},
 	{"Cancel deploy/release job", 'j', "cancel", "", "Cancel job", "stops its deploy or release job: at once before it writes; after, the agent wipes the disk and the job fails"},
+	{"Assign profile…", 'p', "assign", "", "", ""},
+	{"Unassign", 'u', "unassign", "", "Unassign", "takes the stateless node back to ready: its node name and addresses are freed and its node token stops working; the system running in memory is not stopped"},
 	{"Rename…", 'l', "rename", "", "", ""},
 	{"Clear BMC", 'k', "bmc-clear", "", "Clear BMC", "forgets its BMC: driver, address, user and the sealed password; it is powered by hand until a BMC is set again"},
 	{"Delete", 'd', "delete", "", "Delete", "forgets the machine, its inventory and history"},
@@ -70,6 +72,9 @@ func (c *console) actionsFor(ms []wire.MachineView) {
 				return
 			case "rename":
 				c.renameForm(ms)
+				return
+			case "assign":
+				c.assignMenu(ms)
 				return
 			}
 			c.closeDialog()

@@ -26,6 +26,11 @@ type Source interface {
 	// Tags is GET /api/v1/tags; Tag one tag with its machines.
 	Tags(ctx context.Context) ([]wire.Tag, error)
 	Tag(ctx context.Context, name string) (wire.TagDetail, error)
+	// Profiles is GET /api/v1/profiles: the stateless profiles.
+	Profiles(ctx context.Context) ([]wire.Profile, error)
+	// StatelessNodes is GET /api/v1/stateless/nodes; with index > 0 it
+	// blocks until the nodes move past index or wait passes.
+	StatelessNodes(ctx context.Context, index uint64, wait time.Duration) (wire.StatelessNodeList, error)
 	// OS is the OS image catalog (GET /api/v1/os).
 	OS(ctx context.Context) (wire.OSList, error)
 	// DeployJobs are a machine's deploy and release jobs, newest first;
@@ -47,8 +52,8 @@ type Clock interface{ Now() time.Time }
 // Action is one thing done to one machine.
 type Action struct {
 	Machine string // ID
-	Kind    string // power, bootdev, recommission, delete, deploy, release, cancel, rename, bmc-clear
-	Arg     string // power: on|off|soft|cycle|reset|status; bootdev: pxe|disk|cdrom|bios|none; recommission: "" or "now"; deploy: OS[@VERSION]; release: quick|full; rename: the new name
+	Kind    string // power, bootdev, recommission, delete, deploy, release, cancel, rename, bmc-clear, assign, unassign
+	Arg     string // power: on|off|soft|cycle|reset|status; bootdev: pxe|disk|cdrom|bios|none; recommission: "" or "now"; deploy: OS[@VERSION]; release: quick|full; rename: the new name; assign: PROFILE, or PROFILE+boot to power-cycle it too
 }
 
 // Network is the network model, as GET /api/v1/fabrics, /vlans and /subnets

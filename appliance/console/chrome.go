@@ -113,8 +113,8 @@ func (c *console) showHelp() {
 }
 
 const helpText = `[yellow]Anywhere[-]
-  1-8        a page: overview, machines, racks, tags,
-             cluster, events, network, images
+  1-9, 0     a page: overview, machines, racks, tags, cluster,
+             events, network, images, OS images, profiles
   Tab, Esc   between the list and the page (Esc: back)
   r          refresh (changes also arrive on their own)
   ?          these keys          q  quit
@@ -122,11 +122,15 @@ const helpText = `[yellow]Anywhere[-]
   / filter (name, serial, MAC, IP)   s cycle the state filter
   Space select   * select all shown   Enter open the machine
   a actions for the selection or the row: power, boot
-    device, re-commission, deploy, rename, clear the BMC,
-    delete (destructive ones ask)
-[yellow]Racks and tags[-]
+    device, re-commission, deploy, assign to a profile or
+    unassign, rename, clear the BMC, delete (destructive
+    ones ask)
+[yellow]Racks, tags and profiles[-]
   Enter on a rack: its elevation; on a unit: its machine
   Enter on a tag: the tag and its machines    Esc back
+  Enter on a profile: its definition and its nodes
+[yellow]OS images[-]
+  s sync the sources now (asks)   p promote a version (asks)
 [yellow]Dialogs[-]
   arrows, Tab, Enter choose    Esc cancel
 `
@@ -149,7 +153,11 @@ func (c *console) hints() []hint {
 	var h []hint
 	switch {
 	case c.nav.HasFocus():
-		h = []hint{{fmt.Sprintf("1-%d", len(navPages)), "page", 2}, {"Enter", "open", 2}, {"Tab", "page", 1}}
+		keys := fmt.Sprintf("1-%d", len(navPages))
+		if len(navPages) > 9 {
+			keys = "0-9"
+		}
+		h = []hint{{keys, "page", 2}, {"Enter", "open", 2}, {"Tab", "page", 1}}
 	case c.page == "machines":
 		h = []hint{{"/", "filter", 3}, {"s", "state", 3}, {"Space", "select", 3}, {"*", "all", 2}, {"Enter", "open", 3}, {"a", "actions", 3}}
 	case c.page == "machine":
@@ -162,6 +170,12 @@ func (c *console) hints() []hint {
 		h = []hint{{"Enter", "show tag", 3}, {"Esc", "list", 2}}
 	case c.page == "tag":
 		h = []hint{{"Esc", "tags", 3}}
+	case c.page == "profiles":
+		h = []hint{{"Enter", "show profile", 3}, {"Esc", "list", 2}}
+	case c.page == "profile":
+		h = []hint{{"Esc", "profiles", 3}}
+	case c.page == "os":
+		h = []hint{{"s", "sync now", 3}, {"p", "promote", 3}, {"Esc", "list", 2}}
 	default:
 		h = []hint{{"Esc", "list", 2}}
 	}

@@ -170,6 +170,9 @@ func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 	if out, ok, err := c.doDeploy(ctx, a); ok {
 		return out, err
 	}
+	if out, ok, err := c.doStateless(ctx, a); ok {
+		return out, err
+	}
 	p := machinePath(a.Machine)
 	switch a.Kind {
 	case "power":
@@ -211,7 +214,7 @@ func (c *Client) Do(ctx context.Context, a Action) (string, error) {
 		}
 		return "BMC cleared: powered by hand until one is set", nil
 	}
-	return "", fmt.Errorf("action %q: not one of power, bootdev, recommission, delete, deploy, release, cancel, rename, bmc-clear", a.Kind)
+	return "", fmt.Errorf("action %q: not one of power, bootdev, recommission, delete, deploy, release, cancel, rename, bmc-clear, assign, unassign", a.Kind)
 }
 
 // jobOutcome says how a BMC job ended; a job still running when the API

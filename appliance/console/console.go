@@ -148,17 +148,26 @@ var navPages = []struct{ name, label, section string }{
 	{"network", "Network", "Setup"},
 	{"images", "Images", ""},
 	{"os", "OS images", ""},
+	{"profiles", "Profiles", ""},
 }
 
 // PageNames are the pages Dump can render: each page of the list,
-// machine/ID for one machine, rack/NAME for a rack's elevation and tag/NAME
-// for one tag.
+// machine/ID for one machine, rack/NAME for a rack's elevation, tag/NAME
+// for one tag and profile/NAME for one stateless profile.
 func PageNames() []string {
 	var out []string
 	for _, p := range navPages {
 		out = append(out, p.name)
 	}
-	return append(out, "machine/ID", "rack/NAME", "tag/NAME")
+	return append(out, "machine/ID", "rack/NAME", "tag/NAME", "profile/NAME")
+}
+
+// navKey is the number key of the i-th page: 1 to 9, then 0.
+func navKey(i int) rune {
+	if i == 9 {
+		return '0'
+	}
+	return rune('1' + i)
 }
 
 const navWidth = 14
@@ -172,22 +181,29 @@ type console struct {
 	now  func() time.Time
 	live bool // fetch in the background and follow changes; false: Dump
 
-	machines  wire.MachineList
-	haveMach  bool
-	cluster   wire.ClusterView
-	events    []wire.Event
-	network   Network
-	images    []wire.Image
-	osList    wire.OSList
-	racks     []wire.Rack
-	rack      rackView
-	tags      []wire.Tag
-	tag       tagView
-	errs      map[string]error // what → last load error
-	detail    *wire.MachineDetail
-	detailID  string
-	jobs      []wire.Job
-	detailErr error
+	machines wire.MachineList
+	haveMach bool
+	cluster  wire.ClusterView
+	events   []wire.Event
+	network  Network
+	images   []wire.Image
+	osList   wire.OSList
+	racks    []wire.Rack
+	rack     rackView
+	tags     []wire.Tag
+	tag      tagView
+	// profiles are the stateless profiles; nodes the stateless nodes by
+	// machine ID (haveNodes once read).
+	profiles     []wire.Profile
+	haveProfiles bool
+	profile      profileView
+	nodes        map[string]wire.StatelessNode
+	haveNodes    bool
+	errs         map[string]error // what → last load error
+	detail       *wire.MachineDetail
+	detailID     string
+	jobs         []wire.Job
+	detailErr    error
 	// deployJobs are the machine's deploy and release jobs, newest first.
 	deployJobs []wire.DeployJob
 	// plan is the machine's network plan, or planErr why it has none.
@@ -223,6 +239,8 @@ type console struct {
 	tagsT     *tview.Table
 	tagTV     *tview.TextView
 	osTV      *tview.TextView
+	profilesT *tview.Table
+	profileTV *tview.TextView
 }
 
 func newConsole(ctx context.Context, app *tview.Application, src Source, live bool) *console {
@@ -247,7 +265,7 @@ func (c *console) build() {
 			c.nav.SetCell(row, 0, tview.NewTableCell(p.section).SetSelectable(false).SetTextColor(tcell.ColorYellow))
 			row++
 		}
-		c.nav.SetCell(row, 0, tview.NewTableCell(fmt.Sprintf("%d %s", i+1, p.label)).SetReference(p.name).SetExpansion(1))
+		c.nav.SetCell(row, 0, tview.NewTableCell(fmt.Sprintf("%c %s", navKey(i), p.label)).SetReference(p.name).SetExpansion(1))
 		row++
 	}
 	c.nav.SetSelectionChangedFunc(func(r, _ int) {
@@ -283,6 +301,8 @@ func (c *console) build() {
 	c.imagesTV = c.textPage("images", " Images ")
 	c.buildRacksAndTags()
 	c.osTV = c.textPage("os", " OS images ")
+	c.osTV.SetInputCapture(c.osKeys)
+	c.buildProfiles()
 
 	main := tview.NewFlex().
 		AddItem(c.nav, navWidth, 0, true).
@@ -309,6 +329,7 @@ func (c *console) start() {
 	c.app.SetFocus(c.nav)
 	if c.live {
 		go c.watch()
+		go c.watchNodes()
 		go c.followJobs()
 	}
 }
@@ -326,6 +347,8 @@ func navOf(page, back string) string {
 		return "racks"
 	case "tag":
 		return "tags"
+	case "profile":
+		return "profiles"
 	}
 	return page
 }
@@ -349,7 +372,16 @@ func (c *console) show(name string) {
 		}
 	case "machines":
 		if !c.live {
-			c.load("machines")
+			c.load("machines", "nodes")
+		}
+	case "machine":
+		if !c.live {
+			c.load("nodes")
+		}
+	case "profiles", "profile":
+		c.load("profiles")
+		if !c.live {
+			c.load("nodes", "machines")
 		}
 	case "events":
 		c.load("events")
@@ -385,6 +417,8 @@ func (c *console) focusBody() {
 		c.app.SetFocus(c.rackT)
 	case "tags":
 		c.app.SetFocus(c.tagsT)
+	case "profiles":
+		c.app.SetFocus(c.profilesT)
 	default:
 		if p, _ := c.body.GetFrontPage(); p != "" {
 			_, prim := c.body.GetFrontPage()
@@ -413,10 +447,14 @@ func (c *console) keys(ev *tcell.EventKey) *tcell.EventKey {
 		case r == 'r':
 			c.refresh()
 			return nil
-		case r >= '1' && int(r-'1') < len(navPages):
-			c.show(navPages[r-'1'].name)
-			c.focusBody()
-			return nil
+		case r >= '0' && r <= '9':
+			for i, p := range navPages {
+				if navKey(i) == r {
+					c.show(p.name)
+					c.focusBody()
+					return nil
+				}
+			}
 		}
 	case tcell.KeyTab, tcell.KeyBacktab:
 		if c.nav.HasFocus() {
@@ -429,7 +467,7 @@ func (c *console) keys(ev *tcell.EventKey) *tcell.EventKey {
 		switch {
 		case c.page == "machine":
 			c.closeMachine()
-		case c.page == "rack" || c.page == "tag":
+		case c.page == "rack" || c.page == "tag" || c.page == "profile":
 			c.show(c.navName())
 			c.focusBody()
 		case !c.nav.HasFocus():
@@ -560,6 +598,21 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			}
 			c.render()
 		}
+	case what == "profiles":
+		ps, err := c.src.Profiles(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.setProfiles(ps) })
+	case what == "nodes":
+		l, err := c.src.StatelessNodes(ctx, 0, 0)
+		if notServed(err) {
+			return func() {} // an older API: no stateless nodes
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.setNodes(l) })
 	case what == "os":
 		l, err := c.src.OS(ctx)
 		if err != nil {
@@ -663,6 +716,8 @@ func (c *console) setMachines(l wire.MachineList) {
 		c.load("machine:" + c.detailID)
 	case "racks", "tags":
 		c.load(c.page) // a placement or a tag moves their counts
+	case "profiles", "profile":
+		c.load("profiles")
 	case "rack":
 		c.load("rack:" + c.rack.name)
 	case "tag":
@@ -698,5 +753,9 @@ func (c *console) render() {
 		c.renderTag()
 	case "os":
 		c.renderOS()
+	case "profiles":
+		c.renderProfiles()
+	case "profile":
+		c.renderProfile()
 	}
 }

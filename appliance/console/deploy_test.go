@@ -99,3 +99,30 @@ func TestDumpDeployingMachine(t *testing.T) {
 		golden(t, filepath.Join("testdata", "dump", fmt.Sprintf("machine-web-02-deploying-%dx%d.txt", sz.w, sz.h)), buf.Bytes())
 	}
 }
+
+// The OS page's keys: p promotes a version that is not current (asked
+// first), s syncs the sources now (asked first) and the outcome is shown.
+func TestOSPromoteAndSync(t *testing.T) {
+	s := startSession(t, 140, 40)
+	s.keys("9")
+	s.waitFor("the OS page", "debian-13", "current 20260314-1", "s sync now")
+	s.keys("p")
+	s.waitFor("the versions", "Promote a version", "debian-13 20260301-1")
+	s.keys("1")
+	s.waitFor("the question", "Make debian-13 20260301-1 current?")
+	s.keys(tcell.KeyEnter) // Cancel has the focus
+	s.waitFor("cancelled", "promote: cancelled")
+	s.keys("p", "1", tcell.KeyTab, tcell.KeyEnter)
+	s.waitFor("promoted", "promote: debian-13 20260301-1 is current", "current 20260301-1")
+
+	s.keys("s")
+	s.waitFor("the sync question", "Sync the OS images now?")
+	s.keys(tcell.KeyTab, tcell.KeyEnter)
+	s.waitFor("synced", "os sync: debian-13 new 20261201-1; rocky-9 unchanged")
+	s.f.mu.Lock()
+	calls := append([]string(nil), s.f.osCalls...)
+	s.f.mu.Unlock()
+	if diff := cmp.Diff([]string{"promote debian-13 20260301-1", "sync "}, calls); diff != "" {
+		t.Errorf("OS calls (-want +got):\n%s", diff)
+	}
+}

@@ -15,8 +15,8 @@ import (
 
 // Dump renders one screen of the console, width×height, to w as text: the
 // page (see PageNames; machine/ID for one machine, rack/NAME for a rack's
-// elevation, tag/NAME for a tag) as the console would show
-// it right after opening it. plain leaves colour out; otherwise each cell's
+// elevation, tag/NAME for a tag, profile/NAME for a stateless profile) as
+// the console would show it right after opening it. plain leaves colour out; otherwise each cell's
 // colours and attributes are ANSI SGR sequences. A page whose data failed to
 // load is still written, with the error on it, and the error is returned.
 func Dump(w io.Writer, width, height int, page string, plain bool, data Source) error {
@@ -24,7 +24,7 @@ func Dump(w io.Writer, width, height int, page string, plain bool, data Source) 
 		return fmt.Errorf("dump size %dx%d: at least 40x12", width, height)
 	}
 	name, id, _ := strings.Cut(page, "/")
-	one := (name == "machine" || name == "rack" || name == "tag") && id != ""
+	one := (name == "machine" || name == "rack" || name == "tag" || name == "profile") && id != ""
 	if !slices.Contains(PageNames(), name) && !one {
 		return fmt.Errorf("page %q: not one of %s", page, strings.Join(PageNames(), ", "))
 	}
@@ -44,6 +44,9 @@ func Dump(w io.Writer, width, height int, page string, plain bool, data Source) 
 	case name == "tag":
 		c.show("tags")
 		c.openTag(id)
+	case name == "profile":
+		c.show("profiles")
+		c.openProfile(id)
 	default:
 		c.show(name)
 		c.focusBody()
@@ -57,7 +60,7 @@ func Dump(w io.Writer, width, height int, page string, plain bool, data Source) 
 	for what, err := range c.errs {
 		errs = append(errs, fmt.Errorf("%s: %w", what, err))
 	}
-	for _, err := range []error{c.detailErr, c.rack.err, c.tag.err} {
+	for _, err := range []error{c.detailErr, c.rack.err, c.tag.err, c.profile.err} {
 		if err != nil {
 			errs = append(errs, err)
 		}

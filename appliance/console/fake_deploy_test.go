@@ -14,7 +14,40 @@ import (
 
 // The fake fleet's OS catalog: debian-13 with two versions (the newer on
 // two of three nodes), rocky-9 pinned; a finished nightly sync.
-func (f *fleet) OS(context.Context) (wire.OSList, error) {
+func (f *fleet) OS(ctx context.Context) (wire.OSList, error) {
+	l, err := f.os()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, im := range l.Images {
+		if v, ok := f.osCurrent[im.Name]; ok {
+			l.Images[i].Current = v
+		}
+	}
+	return l, err
+}
+
+// OSSync implements OSActions: a sync that finds a new debian-13.
+func (f *fleet) OSSync(_ context.Context, names []string, line func(wire.OSProgress)) ([]wire.OSSyncResult, error) {
+	f.mu.Lock()
+	f.osCalls = append(f.osCalls, "sync "+strings.Join(names, ","))
+	f.mu.Unlock()
+	line(wire.OSProgress{Name: "debian-13", Step: "download", State: "running", Bytes: 50, Total: 100})
+	return []wire.OSSyncResult{{Name: "debian-13", Action: "new", Version: "20261201-1"}, {Name: "rocky-9", Action: "unchanged"}}, nil
+}
+
+// OSPromote implements OSActions.
+func (f *fleet) OSPromote(_ context.Context, name, version string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.osCalls = append(f.osCalls, "promote "+name+" "+version)
+	if f.osCurrent == nil {
+		f.osCurrent = map[string]string{}
+	}
+	f.osCurrent[name] = version
+	return nil
+}
+
+func (f *fleet) os() (wire.OSList, error) {
 	v := func(version string, nodes ...string) wire.OSVersion {
 		return wire.OSVersion{Version: version, Size: 412_000_000, RawSize: 3_221_225_472, SectorSize: 512,
 			SHA256: hexSum("zst" + version), RawSHA256: hexSum("raw" + version),

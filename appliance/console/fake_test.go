@@ -32,6 +32,12 @@ type fleet struct {
 	fail     map[string]error // machine ID → error for every action on it
 	calls    []Action
 	deploys  map[string][]wire.DeployJob // machine ID → its deploy and release jobs, newest first
+	profiles []wire.Profile
+	nodes    []wire.StatelessNode // by machine ID
+	// The OS page's actions: the current version a promote set, by name,
+	// and what they were asked.
+	osCurrent map[string]string
+	osCalls   []string
 }
 
 func (f *fleet) Now() time.Time { return fakeNow }
@@ -128,6 +134,7 @@ func newFleet() *fleet {
 		{Name: "storage", Match: `{{ ge .Node.Disks 12 }}`, Layout: "bond-25g", Updated: ago(30 * 24 * time.Hour)},
 		{Name: "web", Comment: "front ends", Updated: ago(5 * 24 * time.Hour)},
 	}
+	f.profiles = fakeProfiles()
 	return f
 }
 
@@ -236,6 +243,17 @@ func (f *fleet) actions() []Action {
 }
 
 func (f *fleet) Machines(ctx context.Context, index uint64, wait time.Duration) (wire.MachineList, error) {
+	if err := f.block(ctx, index, wait); err != nil {
+		return wire.MachineList{}, err
+	}
+	defer f.mu.Unlock()
+	return wire.MachineList{Index: f.index, Machines: slices.Clone(f.machines)}, nil
+}
+
+// block is a blocking query: with index > 0 it waits until the fleet
+// changes past index or wait passes. It returns with f.mu held, unless it
+// fails.
+func (f *fleet) block(ctx context.Context, index uint64, wait time.Duration) error {
 	f.mu.Lock()
 	if index > 0 && f.index <= index {
 		ch := f.changed
@@ -246,12 +264,11 @@ func (f *fleet) Machines(ctx context.Context, index uint64, wait time.Duration) 
 		case <-ch:
 		case <-t.C:
 		case <-ctx.Done():
-			return wire.MachineList{}, ctx.Err()
+			return ctx.Err()
 		}
 		f.mu.Lock()
 	}
-	defer f.mu.Unlock()
-	return wire.MachineList{Index: f.index, Machines: slices.Clone(f.machines)}, nil
+	return nil
 }
 
 func (f *fleet) find(id string) (int, error) {
@@ -417,6 +434,8 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 		return "deleted", nil
 	case "deploy", "release", "cancel":
 		return f.doDeploy(i, a)
+	case "assign", "unassign":
+		return f.doStateless(i, a)
 	case "rename":
 		// As the API: a DNS label, unique in the fleet.
 		if !validName(a.Arg) {

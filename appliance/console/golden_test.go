@@ -24,7 +24,7 @@ var dumpSizes = []struct{ w, h int }{{140, 40}, {80, 24}}
 // compares them with testdata/dump (go test -update rewrites them).
 func TestDumpGolden(t *testing.T) {
 	pages := append([]string{}, PageNames()[:len(navPages)]...)
-	pages = append(pages, "machine/web-01", "machine/stor-01", "rack/R12", "rack/R13", "tag/gpu")
+	pages = append(pages, "machine/web-01", "machine/stor-01", "rack/R12", "rack/R13", "tag/gpu", "profile/compute")
 	for _, page := range pages {
 		for _, sz := range dumpSizes {
 			for _, plain := range []bool{true, false} {
@@ -73,7 +73,7 @@ func TestDumpRefusesUnknownPages(t *testing.T) {
 		w, h int
 		want string
 	}{
-		"unknown page": {"hosts", 80, 24, `page "hosts": not one of overview, machines, racks, tags, cluster, events, network, images, os, machine/ID, rack/NAME, tag/NAME`},
+		"unknown page": {"hosts", 80, 24, `page "hosts": not one of overview, machines, racks, tags, cluster, events, network, images, os, profiles, machine/ID, rack/NAME, tag/NAME, profile/NAME`},
 		"tiny screen":  {"machines", 20, 5, "dump size 20x5: at least 40x12"},
 		"no id":        {"machine/", 80, 24, `page "machine/": not one of`},
 	}

@@ -190,6 +190,15 @@ var machineColumns = []column{
 	{"ID", 14, func(_ *console, m wire.MachineView) string { return m.ID }},
 }
 
+// columns are the machine list's columns: the NODE column after STATE
+// while there are stateless nodes.
+func (c *console) columns() []column {
+	if len(c.nodes) == 0 {
+		return machineColumns
+	}
+	return slices.Insert(slices.Clone(machineColumns), 2, nodeColumn)
+}
+
 // fillMachines redraws the machine list from the data, the filters and the
 // selection, keeping the cursor on the same machine.
 func (c *console) fillMachines() {
@@ -212,7 +221,7 @@ func (c *console) fillMachines() {
 	var cols []column
 	var widths []int
 	used := 1
-	for _, col := range machineColumns {
+	for _, col := range c.columns() {
 		w := runewidth.StringWidth(col.title)
 		for _, m := range c.shown {
 			w = max(w, runewidth.StringWidth(col.value(c, m)))
@@ -244,6 +253,9 @@ func (c *console) fillMachines() {
 				cell.SetTextColor(stateColor(m.State))
 			}
 			if col.title == "BMC" && m.BMC != nil && len(m.BMC.Errors) > 0 {
+				cell.SetTextColor(tcell.ColorRed)
+			}
+			if col.title == "NODE" && c.nodes[m.ID].Stale {
 				cell.SetTextColor(tcell.ColorRed)
 			}
 			if i == len(cols)-1 {
@@ -336,6 +348,7 @@ func (c *console) renderMachine() {
 	row("IPs", dash(strings.Join(m.IPs, ", ")))
 	row("Location", dash(placeOf(m.Location)))
 	row("Tags", dash(tagsOf(m)))
+	c.renderNode(&b, m.ID)
 	row("Product", dash(strings.TrimSpace(s.Manufacturer+" "+s.Product)))
 	if s.Sockets > 0 {
 		row("CPU", fmt.Sprintf("%d × %s (%d cores, %d threads)", s.Sockets, s.CPUModel, s.Cores, s.Threads))
@@ -481,8 +494,10 @@ func colorName(state string) string {
 		return "aqua"
 	case wire.StateCommissioning:
 		return "yellow"
-	case wire.StateReady:
+	case wire.StateReady, wire.StateBooted:
 		return "green"
+	case wire.StateStateless:
+		return "yellow"
 	}
 	return "white"
 }

@@ -97,6 +97,9 @@ type Config struct {
 	// StatelessRefresh is how often stateless nodes refresh their
 	// runtime overlay (stateless_refresh_seconds; 0: five minutes).
 	StatelessRefresh time.Duration
+	// DataDir is the node's data directory, whose free space and tls/
+	// certificates rollcall doctor checks ("": those checks are left out).
+	DataDir string
 }
 
 // Server is the REST API of one node.

@@ -139,7 +139,16 @@ func TestStatelessNodes(t *testing.T) {
 	var nodeA, nodeB wire.AssignResult
 	r = n.Do(t, "POST", "/api/v1/machines/"+a+"/assign", wire.AssignRequest{Profile: "compute"}, admin...)
 	r.Decode(t, &nodeA)
-	n.Do(t, "POST", "/api/v1/machines/"+b+"/assign", wire.AssignRequest{Profile: "compute"}, admin...).Decode(t, &nodeB)
+	// B with boot: assigned, and a power cycle queued through its BMC.
+	n.Do(t, "POST", "/api/v1/machines/"+b+"/assign", wire.AssignRequest{Profile: "compute", Boot: true}, admin...).Decode(t, &nodeB)
+	if nodeB.PowerJob == "" || nodeB.PowerError != "" {
+		t.Fatalf("assign -boot: %+v", nodeB)
+	}
+	var jobs wire.JobList
+	n.Do(t, "GET", "/api/v1/machines/"+b+"/jobs", nil, admin...).Decode(t, &jobs)
+	if len(jobs.Jobs) == 0 || jobs.Jobs[0].ID != nodeB.PowerJob || jobs.Jobs[0].Kind != store.JobPower || jobs.Jobs[0].Arg != "cycle" {
+		t.Fatalf("B's jobs after assign -boot: %+v", jobs.Jobs)
+	}
 	if nodeA.Node.Name != "cn01" || nodeB.Node.Name != "cn02" || len(nodeA.Node.Addresses) != 1 || !strings.HasPrefix(nodeA.Node.Addresses[0], "10.0.0.") ||
 		!strings.HasPrefix(nodeA.Node.SSHHostKeyPub, "ssh-ed25519 ") || strings.Contains(string(r.Body), "PRIVATE") {
 		t.Fatalf("assigned: %+v %+v", nodeA, nodeB)

@@ -265,8 +265,9 @@ var unconverted = map[string]string{
 	"OverlayRequest": "a request", "OverlayFile": "written from a store.OverlayFile by wireOverlay (path, mode, size, sha256, content on request)",
 	"StatelessNodeList": "wire types composed", "AssignRequest": "a request", "AssignResult": "wire types composed",
 	"Render": "written by getRender from the rendered file", "StatelessSelf": "the node's contract, written by getStatelessSelf",
-	"ClusterVars": "the record's vars, updated and index, written by getClusterVars",
-	"SelfImage":   "the agent contract", "SelfDisk": "the agent contract", "SelfSeed": "the rendered seed",
+	"ClusterVars":  "the record's vars, updated and index, written by getClusterVars",
+	"DoctorReport": "written by getDoctor from its checks", "DoctorCheck": "one check's outcome, written by getDoctor",
+	"SelfImage": "the agent contract", "SelfDisk": "the agent contract", "SelfSeed": "the rendered seed",
 }
 
 // Every wire type is written by a conversion above, or is named in

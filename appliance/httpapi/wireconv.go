@@ -129,7 +129,7 @@ func wireMember(m cluster.Member) wire.Member {
 func wireNodeStatus(s cluster.NodeStatus) wire.NodeStatus {
 	return wire.NodeStatus{
 		ID: s.ID, Address: s.Address, State: s.State, Leader: s.Leader, Term: s.Term, Applied: s.Applied,
-		Commit: s.Commit, LastContact: s.LastContact, Diverged: s.Diverged, Parts: convert(s.Parts, wirePart),
+		Commit: s.Commit, LastContact: s.LastContact, Diverged: s.Diverged, Parts: convert(s.Parts, wirePart), Time: s.Time,
 	}
 }
 

@@ -26,6 +26,7 @@ func (n *Node) apiConfig() httpapi.Config {
 		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,
 		AdminHTTP: n.conf.AdminHTTP, AdminToken: n.conf.AdminToken, AgentToken: n.conf.AgentToken, BMCHints: hints,
 		StatelessRefresh: time.Duration(n.conf.StatelessRefreshSeconds) * time.Second,
+		DataDir:          n.opts.DataDir,
 		TagFacts:         n.facts,
 	}
 }

@@ -36,6 +36,8 @@ type NodeStatus struct {
 	// agrees with the cluster's).
 	Diverged string `json:"diverged,omitempty"`
 	Parts    []Part `json:"parts,omitempty"`
+	// Time is the node's clock when it answered.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Part is one long-running service of a node and how it fares.

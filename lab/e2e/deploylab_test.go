@@ -54,6 +54,12 @@ func commissioningImage(t *testing.T) (kernel, initrd string) {
 // newDeployLab starts the node (its data in dir) with a provisioning
 // subnet and the commissioning image; the VM gets disks and memMiB.
 func newDeployLab(t *testing.T, fw vmFirmware, dir, kernel, initrd string, memMiB int, disks []vmDisk) *deployLab {
+	return newLab(t, fw, dir, kernel, initrd, memMiB, disks, "")
+}
+
+// newLab is newDeployLab with more of rollcall.json (conf: its fields
+// after commission_append, as `"key": value, …`).
+func newLab(t *testing.T, fw vmFirmware, dir, kernel, initrd string, memMiB int, disks []vmDisk, conf string) *deployLab {
 	var b [5]byte
 	rand.Read(b[:])
 	sfx := hex.EncodeToString(b[:3])
@@ -73,7 +79,10 @@ func newDeployLab(t *testing.T, fw vmFirmware, dir, kernel, initrd string, memMi
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"commission_append": "console=ttyS0"}`), 0o600); err != nil {
+	if conf != "" {
+		conf = ", " + conf
+	}
+	if err := os.WriteFile(filepath.Join(data, "rollcall.json"), []byte(`{"commission_append": "console=ttyS0"`+conf+`}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	n1 := startLabNode(t, ns, "n1", data, link+":8080", "-https", link+":8443", "-tftp", link+":69", "-raft", "127.0.0.1:8300")

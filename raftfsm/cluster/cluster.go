@@ -57,6 +57,10 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 	SnapshotThreshold  uint64
 	TrailingLogs       uint64
+	// SnapshotBytes also snapshots once the entries applied since the
+	// last size snapshot hold this many bytes; TrailingBytes is about what
+	// stays in the log after it (logsize.go). Zero: 64 MiB and 32 MiB.
+	SnapshotBytes, TrailingBytes int64
 	// ApplyTimeout bounds how long a write waits for commit.
 	ApplyTimeout time.Duration
 	// StateCheckEvery is how often the leader asks every node to hash and
@@ -108,6 +112,12 @@ func (c *Config) tune() {
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
+	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if c.TrailingBytes == 0 {
+		c.TrailingBytes = DefaultTrailingBytes
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second
@@ -188,7 +198,8 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	}
 	rc.Logger = hclogFor(cfg.Logger)
 
-	r, err := raft.NewRaft(rc, fsm, logs, logs, snaps, c.trans)
+	sized := newSizedFSM(fsm, cfg.SnapshotBytes)
+	r, err := raft.NewRaft(rc, sized, logs, logs, snaps, c.trans)
 	if err != nil {
 		c.mux.Close()
 		logs.Close()
@@ -213,6 +224,7 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	var checks context.Context
 	checks, c.stopChecks = context.WithCancel(context.Background())
 	go c.runStateChecks(checks, cfg.StateCheckEvery)
+	go c.sizeLog(checks, sized)
 	return c, nil
 }
 

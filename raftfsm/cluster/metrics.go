@@ -18,8 +18,9 @@ type Metrics struct {
 	applyDur    *prometheus.HistogramVec
 	done        chan struct{}
 
-	stateChecks   prometheus.Counter
-	stateDiverged prometheus.Counter
+	stateChecks    prometheus.Counter
+	stateDiverged  prometheus.Counter
+	sizedSnapshots prometheus.Counter
 }
 
 func newMetrics() *Metrics {
@@ -51,12 +52,15 @@ func newMetrics() *Metrics {
 		stateDiverged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rollcall_state_check_mismatches_total", Help: "Consistency checks at which stores differed across nodes.",
 		}),
+		sizedSnapshots: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rollcall_raft_size_snapshots_total", Help: "Snapshots taken because the applied entries passed snapshot_bytes (the Raft log sized by bytes).",
+		}),
 	}
 }
 
 // Collectors returns every collector to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.state, m.applied, m.commit, m.term, m.lastContact, m.applyDur, m.stateChecks, m.stateDiverged}
+	return []prometheus.Collector{m.state, m.applied, m.commit, m.term, m.lastContact, m.applyDur, m.stateChecks, m.stateDiverged, m.sizedSnapshots}
 }
 
 func (m *Metrics) observeApply(start time.Time, err error) {

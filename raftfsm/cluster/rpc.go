@@ -272,6 +272,9 @@ type NodeStatus struct {
 	Diverged string `json:"diverged,omitempty"`
 	// Parts are the node's services and their states (SetParts).
 	Parts []Part `json:"parts,omitempty"`
+	// Time is the node's clock when it answered (rollcall doctor compares
+	// the members'); zero from a node that does not say.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // Part is one long-running service of a node and how it fares.
@@ -293,7 +296,7 @@ func (c *Cluster) LocalStatus() NodeStatus {
 	st := NodeStatus{
 		ID: c.cfg.Name, Address: c.cfg.Advertise, State: c.raft.State().String(),
 		Leader: id, Applied: c.fsm.AppliedIndex(), Commit: c.raft.CommitIndex(),
-		Term: c.raft.CurrentTerm(),
+		Term: c.raft.CurrentTerm(), Time: time.Now().UTC(),
 	}
 	if d := c.Diverged(); d != nil {
 		st.Diverged = d.String()

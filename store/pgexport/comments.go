@@ -154,4 +154,35 @@ var columnComments = map[string]string{
 	"bmc_jobs.finished":      "when the job finished; NULL while pending",
 	"bmc_jobs.result":        "what the BMC answered (e.g. the power state)",
 	"bmc_jobs.error":         "why the job failed; empty on success",
+
+	"profiles.image":       "the boot image (images.name): kernel, initrd and the squashfs the node runs from RAM",
+	"profiles.overlays":    "overlays (overlays.name) applied in order, before the node's tags' overlays",
+	"profiles.args":        "extra kernel arguments",
+	"profiles.name_format": "printf format of the node names (node%03d)",
+	"profiles.name_first":  "first number of the node name pool",
+	"profiles.name_last":   "last number of the node name pool (inclusive)",
+	"profiles.subnets":     "the subnets (subnets.cidr) a node gets one address from each",
+	"profiles.vars":        "variables the profile's templates see as .Vars: JSON object of strings",
+	"profiles.created":     "when the profile was first added (proposer's clock)",
+
+	"overlays.sha256":  "SHA-256 of the whole tree (store.OverlayDigest: every path, mode and content in path order), lowercase hex",
+	"overlays.size":    "sum of the files' sizes in bytes",
+	"overlays.updated": "when the tree was last replaced (proposer's clock)",
+
+	"overlay_files.path": "system/… or runtime/…; a path ending in .tmpl is a template, written without the suffix",
+	"overlay_files.mode": "permission bits (e.g. 420 = 0644)",
+
+	"stateless_nodes.machine_id":       "the machine (machines.id) assigned; the row goes when it is unassigned",
+	"stateless_nodes.profile":          "the profile (profiles.name) it is assigned to",
+	"stateless_nodes.name":             "its node name, from the profile's name_format and number; unique",
+	"stateless_nodes.number":           "its number in the profile's name pool",
+	"stateless_nodes.addresses":        "its addresses with their prefix length (10.0.0.5/24), one per profile subnet",
+	"stateless_nodes.generation":       "Raft index of the assignment; a node token names it, so a token outlives no reassignment",
+	"stateless_nodes.assigned":         "when the machine was assigned (proposer's clock)",
+	"stateless_nodes.booted":           "its first overlay fetch since the assignment; NULL before",
+	"stateless_nodes.last_seen":        "its last overlay fetch (the heartbeat, written at most once a minute); NULL before the first",
+	"stateless_nodes.ssh_host_key_pub": "public half of its ed25519 SSH host key, one authorized_keys line",
+
+	"cluster_vars.name":  "the variable's name (.ClusterVars.NAME in a template)",
+	"cluster_vars.value": "its value",
 }

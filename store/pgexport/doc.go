@@ -12,8 +12,11 @@
 // inventory section becomes a column, and a field of a kind the generator
 // does not know stops the export with the field's name until it is mapped.
 // Every table and column carries a COMMENT. Secrets never leave the store:
-// the sealed BMC password and what it is bound to are not columns, and the
-// inventory document is exported without the BMC password.
+// the sealed BMC password and what it is bound to are not columns, the
+// inventory document is exported without the BMC password, a stateless
+// node's sealed SSH host key and the cluster's munge key are not exported,
+// and an overlay's files are exported without their content (their size
+// and SHA-256 only).
 //
 // The schema belongs to the exporter: a layout change (a new version or a
 // new field) drops and recreates its tables and reloads them, which is

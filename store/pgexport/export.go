@@ -217,6 +217,9 @@ func produce(db *store.DB, s *Schema, out chan<- *rowSet, stop <-chan struct{}, 
 		if err := rs.addOSDeploy(stx); err != nil {
 			return err
 		}
+		if err := rs.addStateless(stx); err != nil {
+			return err
+		}
 		return flush()
 	})
 }

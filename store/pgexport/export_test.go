@@ -26,7 +26,8 @@ func TestSchemaFromGoTypes(t *testing.T) {
 	want := []string{"machines", "machine_macs", "bmcs", "inventories", "dimms", "cpus", "disks", "nvme",
 		"nvme_namespaces", "nics", "ib_hcas", "ib_ports", "gpus", "pci_devices", "lldp_neighbors",
 		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes",
-		"lease_blocks", "leases", "images", "image_files", "tags", "racks", "layouts", "os_images", "os_versions", "deploy_jobs", "bmc_jobs"}
+		"lease_blocks", "leases", "images", "image_files", "tags", "racks", "layouts", "os_images", "os_versions", "deploy_jobs",
+		"profiles", "overlays", "overlay_files", "stateless_nodes", "cluster_vars", "bmc_jobs"}
 	var names []string
 	for _, tb := range s.Tables {
 		names = append(names, tb.Name)
@@ -42,8 +43,10 @@ func TestSchemaFromGoTypes(t *testing.T) {
 			if c.Comment == "" {
 				t.Errorf("column %s.%s has no comment", tb.Name, c.Name)
 			}
-			if strings.Contains(c.Name, "password") {
-				t.Errorf("column %s.%s: a password is never exported", tb.Name, c.Name)
+			for _, secret := range []string{"password", "sealed", "secret", "private", "munge", "content", "token"} {
+				if strings.Contains(c.Name, secret) {
+					t.Errorf("column %s.%s: no secret (%s) is exported", tb.Name, c.Name, secret)
+				}
 			}
 		}
 		for k := range columnComments {
@@ -70,9 +73,15 @@ func TestSchemaFromGoTypes(t *testing.T) {
 			t.Errorf("table %s does not cover %s field by field (-type +columns):\n%s", tb.Name, tb.goType, d)
 		}
 	}
-	for _, k := range []string{"password_sealed", "password_aad"} {
-		if _, ok := s.Table("bmcs").Skipped[k]; !ok {
-			t.Errorf("bmcs must skip %s", k)
+	for table, fields := range map[string][]string{
+		"bmcs":            {"password_sealed", "password_aad"},
+		"stateless_nodes": {"ssh_host_key_sealed"},
+		"overlay_files":   {"content"},
+	} {
+		for _, k := range fields {
+			if _, ok := s.Table(table).Skipped[k]; !ok {
+				t.Errorf("%s must skip %s", table, k)
+			}
 		}
 	}
 	// Children reference their parent's key: a machine's tables machines.id,
@@ -84,6 +93,9 @@ func TestSchemaFromGoTypes(t *testing.T) {
 	}
 	if tf := s.Table("image_files"); tf.Parent != "images" || tf.ParentKey != "image" || tf.Child {
 		t.Errorf("image_files: parent %s(%s), machine child %v; want images(image), not a machine's", tf.Parent, tf.ParentKey, tf.Child)
+	}
+	if tf := s.Table("overlay_files"); tf.Parent != "overlays" || tf.ParentKey != "overlay" || tf.Child {
+		t.Errorf("overlay_files: parent %s(%s), machine child %v; want overlays(overlay), not a machine's", tf.Parent, tf.ParentKey, tf.Child)
 	}
 	// A field of a kind the generator does not know stops it, by name.
 	type future struct {

@@ -651,6 +651,7 @@ func compareAll(t *testing.T, conn *pgx.Conn, schema string, db *store.DB) {
 	compareList(t, conn, schema, s.Table("racks"), want.racks)
 	compareLayouts(t, conn, schema, s.Table("layouts"), want.layouts)
 	compareOSDeploy(t, conn, schema, s, db)
+	compareStateless(t, conn, schema, s, db)
 
 	// images, with image_files folded back in.
 	wantImages, images := map[string]*store.Image{}, map[string]*store.Image{}

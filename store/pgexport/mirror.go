@@ -333,7 +333,12 @@ type plan struct {
 	upOS       []string // replaced with their versions
 	delOS      []string
 	delDeploy  []string
-	net        bool // fabrics, VLANs, subnets and ranges are reloaded
+	delProfile []string
+	upOverlays []string // replaced with their files
+	delOverlay []string
+	delNodeOf  []string // stateless nodes, by machine
+	net        bool     // fabrics, VLANs, subnets and ranges are reloaded
+	vars       bool     // the cluster's variables are reloaded
 }
 
 func (m *Mirror) read(after uint64) (*plan, error) {
@@ -353,6 +358,7 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 		blocks, leases, images, jobs := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 		tags, racks, layouts := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		osImages, deploys := map[string]bool{}, map[string]bool{}
+		profiles, overlays, stateless := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		for _, c := range changes {
 			switch c.Table {
 			case "machines", "inventory":
@@ -384,6 +390,14 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				osImages[c.Key] = true
 			case store.TableDeployJobs:
 				deploys[c.Key] = true
+			case store.TableProfiles:
+				profiles[c.Key] = true
+			case store.TableOverlays:
+				overlays[c.Key] = true
+			case store.TableStatelessNodes:
+				stateless[c.Key] = true
+			case store.TableClusterVars:
+				p.vars = true
 			case "net":
 				// The key (the bucket key in hex, store.Tx.NetRecord)
 				// names a fabric, a VLAN, a subnet or a range; the network
@@ -573,6 +587,45 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			}
 			p.rows.add("layouts", s.Table("layouts").row(nil, l))
 		}
+		for _, k := range sortedKeys(profiles) {
+			pr, err := tx.Profile(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delProfile = append(p.delProfile, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("profiles", s.Table("profiles").row(nil, pr))
+		}
+		for _, k := range sortedKeys(overlays) {
+			o, err := tx.Overlay(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delOverlay = append(p.delOverlay, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.addOverlay(o)
+			p.upOverlays = append(p.upOverlays, k)
+		}
+		for _, k := range sortedKeys(stateless) {
+			n, err := tx.StatelessNode(k)
+			if errors.Is(err, store.ErrNotFound) {
+				p.delNodeOf = append(p.delNodeOf, k)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			p.rows.add("stateless_nodes", s.Table("stateless_nodes").row(nil, n))
+		}
+		if p.vars {
+			if err := p.rows.addClusterVars(tx); err != nil {
+				return err
+			}
+		}
 		if p.net {
 			return p.rows.addNetwork(tx)
 		}
@@ -677,6 +730,9 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 			{"layouts", "name", p.delLayout, len(p.delLayout)},
 			{"os_images", "name", p.delOS, len(p.delOS)}, // their versions go with them
 			{"deploy_jobs", "id", p.delDeploy, len(p.delDeploy)},
+			{"profiles", "name", p.delProfile, len(p.delProfile)},
+			{"overlays", "name", p.delOverlay, len(p.delOverlay)}, // their files go with them
+			{"stateless_nodes", "machine_id", p.delNodeOf, len(p.delNodeOf)},
 		} {
 			if d.n > 0 {
 				if err := exec("DELETE FROM "+ident(schema, d.table)+" WHERE "+pgx.Identifier{d.column}.Sanitize()+" = ANY($1)", d.keys); err != nil {
@@ -700,6 +756,22 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 				return err
 			}
 			if err := copyRows(s.Table("os_versions")); err != nil {
+				return err
+			}
+		}
+		if len(p.upOverlays) > 0 {
+			if err := exec("DELETE FROM "+ident(schema, "overlay_files")+" WHERE overlay = ANY($1)", p.upOverlays); err != nil {
+				return err
+			}
+			if err := copyRows(s.Table("overlay_files")); err != nil {
+				return err
+			}
+		}
+		if p.vars {
+			if err := exec("DELETE FROM " + ident(schema, "cluster_vars")); err != nil {
+				return err
+			}
+			if err := copyRows(s.Table("cluster_vars")); err != nil {
 				return err
 			}
 		}

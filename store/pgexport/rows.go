@@ -2,9 +2,13 @@ package pgexport
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/rollcall/rollcall/store"
@@ -233,6 +237,61 @@ func (r *rowSet) addTagsRacks(tx *store.Tx) error {
 	}
 	for _, l := range layouts {
 		r.add("layouts", r.s.Table("layouts").row(nil, l))
+	}
+	return nil
+}
+
+// addOverlay adds an overlay and its files, without their content.
+func (r *rowSet) addOverlay(o store.Overlay) {
+	r.add("overlays", r.s.Table("overlays").row(nil, o, int32(len(o.Files))))
+	t := r.s.Table("overlay_files")
+	for i := range o.Files {
+		f := &o.Files[i]
+		sum := sha256.Sum256(f.Content)
+		r.add("overlay_files", t.row([]any{o.Name}, f, int64(len(f.Content)), hex.EncodeToString(sum[:])))
+	}
+}
+
+// addStateless adds every profile, overlay and stateless node.
+func (r *rowSet) addStateless(tx *store.Tx) error {
+	profiles, err := tx.Profiles()
+	if err != nil {
+		return err
+	}
+	for _, p := range profiles {
+		r.add("profiles", r.s.Table("profiles").row(nil, p))
+	}
+	overlays, err := tx.Overlays()
+	if err != nil {
+		return err
+	}
+	for _, o := range overlays {
+		r.addOverlay(o)
+	}
+	nodes, err := tx.StatelessNodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		r.add("stateless_nodes", r.s.Table("stateless_nodes").row(nil, n))
+	}
+	return r.addClusterVars(tx)
+}
+
+// clusterVar is one of the cluster's variables, a row of cluster_vars.
+type clusterVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// addClusterVars adds the cluster's variables, by name.
+func (r *rowSet) addClusterVars(tx *store.Tx) error {
+	v, err := tx.ClusterVars()
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.Vars)) {
+		r.add("cluster_vars", r.s.Table("cluster_vars").row(nil, clusterVar{Name: k, Value: v.Vars[k]}))
 	}
 	return nil
 }

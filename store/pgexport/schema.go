@@ -29,7 +29,9 @@ import (
 // addresses are addresses rows of how 'pinned').
 // 5: os_images, os_versions and deploy_jobs; machines gain deploy_* (the
 // machine's latest deploy job).
-const SchemaVersion = 5
+// 6: profiles, overlays, overlay_files (without their content) and
+// stateless_nodes (without the sealed SSH host key), cluster_vars.
+const SchemaVersion = 6
 
 // Column is one column of an exported table.
 type Column struct {
@@ -266,6 +268,37 @@ func specs() []spec {
 			},
 			comment: "Deploy and release jobs: the exact OS version (os, os_version, image_*), the disk written or wiped and the rule that chose it (disk_*), the addresses claimed, the agent's latest progress and every step's outcome (steps). A job's record outlives its machine, so machine_id is not a foreign key; machines.deploy_job names a machine's latest deploy job.",
 			indexes: [][]string{{"machine_id"}, {"state"}, {"os", "os_version"}},
+		},
+		{
+			name: "profiles", of: store.Profile{}, primary: []string{"name"}, rename: rename,
+			comment: "Stateless profiles: the boot image (images.name) a node runs from RAM, the overlays applied in order, extra kernel arguments, the pool its node names are made from and the subnets its addresses come from. Its nodes are stateless_nodes rows of that profile.",
+		},
+		{
+			name: "overlays", of: store.Overlay{}, primary: []string{"name"}, rename: rename,
+			comment: "Overlays: named file trees (system/ applied once at boot, runtime/ refreshed) that stateless nodes get, templates (.tmpl) rendered per node; their files are in overlay_files, without their content.",
+			skip:    map[string]string{"files": "table overlay_files"},
+			extra:   []Column{{Name: "file_count", Type: "integer", Comment: "how many files the overlay has (overlay_files rows)"}},
+		},
+		{
+			name: "overlay_files", of: store.OverlayFile{}, primary: []string{"overlay", "path"},
+			parent: "overlays", parentKey: "overlay",
+			comment: "The files of each overlay (Overlay.Files), by path; they go with their overlay. Their content stays in the store: a file may hold what a node's secrets are made from.",
+			keys:    []Column{{Name: "overlay", Type: "text", Comment: "the overlay (overlays.name) the file belongs to"}},
+			skip:    map[string]string{"content": "may hold secrets (an operator's keys, a template's inputs) and up to 8 MiB per overlay: never exported; size and sha256 say what it is"},
+			extra: []Column{
+				{Name: "size", Type: "bigint", Comment: "the file's size in bytes (the template's, not a rendering's)"},
+				{Name: "sha256", Type: "text", Comment: "SHA-256 of the file as stored, lowercase hex"},
+			},
+		},
+		{
+			name: "stateless_nodes", of: store.StatelessNode{}, primary: []string{"machine_id"}, rename: rename,
+			comment: "Machines assigned to a stateless profile (machines.state stateless or booted): the node name and number from the profile's pool, the addresses claimed for it (addresses rows of how 'stateless'), when it booted and was last seen. The sealed SSH host key is never exported; its public half is.",
+			skip:    map[string]string{"ssh_host_key_sealed": "secret: never exported"},
+			indexes: [][]string{{"profile"}, {"name"}},
+		},
+		{
+			name: "cluster_vars", of: clusterVar{}, primary: []string{"name"},
+			comment: "The cluster's variables (rollcall cluster vars): what every stateless node's templates see as .ClusterVars, under their profile's own vars.",
 		},
 		{
 			name: "bmc_jobs", of: store.Job{}, primary: []string{"id"}, rename: rename,

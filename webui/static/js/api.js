@@ -96,7 +96,10 @@ function sleep(ms, signal) {
 // next query starts no sooner than twice the time the last one took to
 // fetch and handle (so a 10,000-machine list during a commissioning storm
 // does not hog the tab), and after an error, a backoff from 1 s to 30 s.
-export function watch(path, onData, { signal, onError, onRecover, from = null } = {}) {
+// With every, onData also runs for an answer with the same index: a list
+// whose entries age without a write (a stateless node turns stale when its
+// heartbeats stop) is read afresh at least every 30 s.
+export function watch(path, onData, { signal, onError, onRecover, from = null, every = false } = {}) {
   const sep = path.includes('?') ? '&' : '?';
   let index = from;
   let backoff = 1000;
@@ -114,10 +117,13 @@ export function watch(path, onData, { signal, onError, onRecover, from = null } 
           onData(r.data, r.index);
           const spent = performance.now() - t0;
           await sleep(Math.min(Math.max(250, 2 * spent), 10000), signal);
-        } else if (performance.now() - t0 < 1000) {
-          // The same index at once: a list that does not block (or has no
-          // index). Ask again a little later rather than in a tight loop.
-          await sleep(5000, signal);
+        } else {
+          if (every) onData(r.data, r.index);
+          if (performance.now() - t0 < 1000) {
+            // The same index at once: a list that does not block (or has no
+            // index). Ask again a little later rather than in a tight loop.
+            await sleep(5000, signal);
+          }
         }
       } catch (e) {
         if (signal?.aborted || e.name === 'AbortError') return;
@@ -135,8 +141,9 @@ export function watch(path, onData, { signal, onError, onRecover, from = null } 
 // between pages does not fetch 10,000 machines again. It follows while
 // anyone listens and keeps the last answer when no one does.
 export class Live {
-  constructor(path) {
+  constructor(path, { every = false } = {}) {
     this.path = path;
+    this.every = every;
     this.data = null;
     this.index = 0;
     this.error = null;
@@ -167,6 +174,7 @@ export class Live {
       onError: (e) => { this.error = e; emit(); },
       onRecover: () => { this.error = null; emit(); },
       from: this.data ? this.index : null,
+      every: this.every,
     });
   }
 
@@ -185,3 +193,6 @@ export class Live {
 
 // The lists several pages share.
 export const machines = new Live('/api/v1/machines');
+// The stateless nodes, by machine: read afresh every 30 s as well, since a
+// node turns stale without a write.
+export const statelessNodes = new Live('/api/v1/stateless/nodes', { every: true });

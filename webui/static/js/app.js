@@ -3,7 +3,7 @@
 // fragment (#/machines/m-…), so the token and nothing else stays out of the
 // address bar and history.
 
-import { token, get, setUnauthorizedHandler, APIError, machines as machineList } from './api.js';
+import { token, get, setUnauthorizedHandler, APIError, machines as machineList, statelessNodes } from './api.js';
 import { h, announce } from './dom.js';
 import * as overview from './overview.js';
 import * as machinesPage from './machines.js';
@@ -14,10 +14,13 @@ import * as racks from './racks.js';
 import * as tags from './tags.js';
 import * as layouts from './layouts.js';
 import * as osImages from './os.js';
+import * as profiles from './profiles.js';
 import { registerActions as registerDeployActions } from './deploy.js';
+import { registerActions as registerStatelessActions } from './stateless.js';
 
 const app = document.getElementById('app');
 registerDeployActions();
+registerStatelessActions();
 
 const NAV = [
   ['#/', 'Overview', (p) => p === ''],
@@ -28,6 +31,7 @@ const NAV = [
   ['#/layouts', 'Layouts', (p) => p.startsWith('layouts')],
   ['#/images', 'Images', (p) => p.startsWith('images')],
   ['#/os', 'OS images', (p) => p.startsWith('os')],
+  ['#/profiles', 'Profiles', (p) => p.startsWith('profiles') || p.startsWith('overlays')],
 ];
 
 let cleanup = null;
@@ -50,6 +54,8 @@ function pageFor(r) {
   if (first === 'network') return [network, 'Network'];
   if (first === 'images') return [images, 'Images'];
   if (first === 'os') return [osImages, 'OS images'];
+  if (first === 'profiles') return [profiles, second ? `Profile ${second}` : 'Profiles'];
+  if (first === 'overlays' && second) return [profiles, `Overlay ${second}`];
   return [null, 'Not found'];
 }
 
@@ -58,6 +64,7 @@ function pageFor(r) {
 function signIn(problem) {
   stopPage();
   machineList.reset();
+  statelessNodes.reset();
   document.title = 'Sign in · Rollcall';
   const input = h('input', {
     id: 'token', name: 'token', type: 'password', autocomplete: 'off', spellcheck: 'false', required: true,

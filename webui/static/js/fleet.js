@@ -109,4 +109,9 @@ export function matcher(q) {
   return (r) => words.every(({ raw, mac }) => r.hay.includes(raw) || (mac && r.hay.includes(mac)));
 }
 
-export const STATES = ['new', 'commissioning', 'ready'];
+// STATES are the machine states in lifecycle order (wire.States): the
+// state filter offers them all and the State column sorts by them.
+export const STATES = ['new', 'commissioning', 'ready', 'deploying', 'deployed', 'deploy-failed', 'releasing', 'stateless', 'booted'];
+// BASE_STATES are the ones the overview always shows, with or without
+// machines; the others only when a machine is in them.
+export const BASE_STATES = STATES.slice(0, 3);

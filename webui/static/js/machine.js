@@ -13,6 +13,7 @@ import { sections as inventorySections } from './inventory.js';
 import { ACTIONS, ACTION_ORDER, ask, run } from './actions.js';
 import { shortCPU } from './fleet.js';
 import { panel as deploymentPanel } from './deploy.js';
+import { followNodes, nodeCard } from './stateless.js';
 
 const LIFECYCLE = new Set(['created', 'enlisted', 'commissioned', 'recommission', 'state', 'mac-moved']);
 
@@ -44,7 +45,13 @@ export function mount(main, route) {
   const inv = h('div', { class: 'inventory' });
   const status = h('div', { class: 'notice-slot' });
   const deployment = deploymentPanel(ref, ctrl.signal);
-  main.append(head, status, actionbar, results, deployment, toc, top, describe, net.el, lower,
+  // The stateless node this machine is, if it is one.
+  const nodeSlot = h('div', { class: 'node-slot' });
+  const stopNodes = followNodes((nodes) => {
+    const n = nodes.get(detail ? detail.id : ref);
+    nodeSlot.replaceChildren(n ? nodeCard(n) : '');
+  });
+  main.append(head, status, actionbar, results, deployment, nodeSlot, toc, top, describe, net.el, lower,
     h('h2', { class: 'inv-title', id: 'inventory' }, 'Inventory'), inv);
   head.append(h('p', { class: 'muted' }, 'Loading…'));
 
@@ -252,7 +259,7 @@ export function mount(main, route) {
     }, { signal: ctrl.signal, onError: (e) => { if (e.status !== 401) fail(e); } });
   }).catch(fail);
 
-  return () => ctrl.abort();
+  return () => { ctrl.abort(); stopNodes(); };
 }
 
 function jobStatus(j) {

@@ -9,6 +9,10 @@ import { h, id as newId, announce, ago, placeChips, tagChips } from './dom.js';
 import { rows as prepare, matcher, natKey, byKey, STATES } from './fleet.js';
 import { ACTIONS, ACTION_ORDER, ask, run } from './actions.js';
 import { locationDialog, addMachineDialog } from './machineforms.js';
+import { followNodes, nodeSummary } from './stateless.js';
+
+// nodes are the stateless nodes by machine ID, joined into the Node column.
+let nodes = new Map();
 
 // Each column sorts by a key computed once per row (text columns: a
 // natural-order key compared with < and >).
@@ -20,6 +24,7 @@ const text = (field) => (r) => {
 const COLS = [
   { key: 'name', label: 'Name', cls: 'c-name', sortKey: (r) => r.nameKey },
   { key: 'state', label: 'State', cls: 'c-state', sortKey: (r) => STATES.indexOf(r.state) },
+  { key: 'node', label: 'Node', cls: 'c-node', sortKey: (r) => natKey(nodes.get(r.id)?.name) },
   { key: 'location', label: 'Location', cls: 'c-loc', sortKey: text('location') },
   { key: 'tags', label: 'Tags', cls: 'c-tags', sortKey: text('tagText') },
   { key: 'serial', label: 'Serial', cls: 'c-serial', sortKey: text('serial') },
@@ -44,6 +49,7 @@ export function mount(main, route) {
   main.classList.add('fill');
 
   let all = [];
+  let beat = 0; // counts the node list's answers: a new one redraws the Node cells (their ages)
   let sorted = null; // all, in the chosen order; null when it must be sorted again
   let shown = [];
   let byId = new Map();
@@ -110,7 +116,7 @@ export function mount(main, route) {
       keyed.sort((a, b) => dir * byKey(a[0], b[0]) || byKey(a[1], b[1]));
       sorted = keyed.map((x) => x[2]);
     }
-    shown = !st && !test ? sorted : sorted.filter((r) => (!st || r.state === st) && (!test || test(r)));
+    shown = !st && !test ? sorted : sorted.filter((r) => (!st || r.state === st) && (!test || test(withNode(r))));
     const idx = view.activeId ? shown.findIndex((r) => r.id === view.activeId) : -1;
     active = idx >= 0 ? idx : Math.min(active, Math.max(0, shown.length - 1));
     canvas.style.height = `${shown.length * rowH}px`;
@@ -180,28 +186,34 @@ export function mount(main, route) {
     row.badge.textContent = r.state;
     row.badge.className = `badge state-${r.state}`;
     const c = row.cells;
+    const n = nodes.get(r.id);
+    const nodeKey = n ? `${n.name} ${n.booted} ${n.last_seen} ${n.stale} ${beat}` : '';
+    if (row.nodeKey !== nodeKey) {
+      row.nodeKey = nodeKey;
+      c[2].replaceChildren(n ? nodeSummary(n) : '');
+    }
     if (row.place !== r.location) {
       row.place = r.location;
-      c[2].replaceChildren(r.location ? placeChips(r.loc) : '');
-      for (const a of c[2].querySelectorAll('a')) a.tabIndex = -1;
-      if (r.location) c[2].title = r.location; else c[2].removeAttribute('title');
+      c[3].replaceChildren(r.location ? placeChips(r.loc) : '');
+      for (const a of c[3].querySelectorAll('a')) a.tabIndex = -1;
+      if (r.location) c[3].title = r.location; else c[3].removeAttribute('title');
     }
     if (row.tagText !== r.tagText) {
       row.tagText = r.tagText;
-      c[3].replaceChildren(r.tagText ? tagChips(r.tags, r.autoTags) : '');
-      for (const a of c[3].querySelectorAll('a')) a.tabIndex = -1;
-      if (r.tagText) c[3].title = r.tagText; else c[3].removeAttribute('title');
+      c[4].replaceChildren(r.tagText ? tagChips(r.tags, r.autoTags) : '');
+      for (const a of c[4].querySelectorAll('a')) a.tabIndex = -1;
+      if (r.tagText) c[4].title = r.tagText; else c[4].removeAttribute('title');
     }
-    cell(c[4], r.serial);
-    cell(c[5], r.model);
-    cell(c[6], r.cpu);
-    cell(c[7], r.memory);
-    cell(c[8], r.storage);
-    cell(c[9], r.gpus);
-    cell(c[10], r.address);
-    cell(c[11], r.bmc);
-    c[11].classList.toggle('bad', r.bmcError);
-    c[12].replaceChildren(r.updated ? ago(r.updated) : '');
+    cell(c[5], r.serial);
+    cell(c[6], r.model);
+    cell(c[7], r.cpu);
+    cell(c[8], r.memory);
+    cell(c[9], r.storage);
+    cell(c[10], r.gpus);
+    cell(c[11], r.address);
+    cell(c[12], r.bmc);
+    c[12].classList.toggle('bad', r.bmcError);
+    c[13].replaceChildren(r.updated ? ago(r.updated) : '');
   }
 
   // cell sets a cell's text, with the whole of it as a tooltip when the
@@ -362,6 +374,20 @@ export function mount(main, route) {
     if (m && m.id) location.hash = `#/machines/${enc(m.id)}`;
   }
 
+  // ---- the stateless nodes: the Node column, searched by the filter too,
+  // its ages redrawn every 30 s
+  const withNode = (r) => {
+    const n = nodes.get(r.id);
+    return n ? { hay: `${r.hay} ${n.name.toLowerCase()}` } : r;
+  };
+  const stopNodes = followNodes((m) => {
+    nodes = m;
+    grid.classList.toggle('with-nodes', nodes.size > 0);
+    if (view.sort === 'node') sorted = null;
+    beat += 1;
+    if (all.length) { apply(false); render(); }
+  });
+
   // ---- following the list
   const t0 = performance.now();
   const unsubscribe = live.subscribe((data, err) => {
@@ -397,6 +423,7 @@ export function mount(main, route) {
 
   return () => {
     unsubscribe();
+    stopNodes();
     ro.disconnect();
     cancelAnimationFrame(frame);
     clearTimeout(announceTimer);

@@ -5,7 +5,7 @@
 
 import { get, machines as live, enc } from './api.js';
 import { h, section, table, empty, ago, when, num, stateBadge, errorBox } from './dom.js';
-import { rows as prepare, STATES } from './fleet.js';
+import { rows as prepare, STATES, BASE_STATES } from './fleet.js';
 
 const RECENT_EVENTS = 15;
 
@@ -36,7 +36,8 @@ export function mount(main) {
 
   function states(list) {
     const rows = prepare(list);
-    const counts = Object.fromEntries(STATES.map((s) => [s, 0]));
+    const counts = Object.fromEntries(BASE_STATES.map((s) => [s, 0]));
+    for (const s of STATES) if (!(s in counts) && rows.some((r) => r.state === s)) counts[s] = 0;
     for (const r of rows) counts[r.state] = (counts[r.state] || 0) + 1;
     const total = rows.length || 1;
     statesBox.replaceChildren(
