@@ -239,6 +239,11 @@ type Renderer struct {
 	parsed map[string]parsedOverlay // by overlay name
 	view   *view
 	trees  map[string]cachedTree // by machine + "/" + tree
+
+	// building is held while the view is rebuilt: the fetches that find
+	// it stale together wait for one rebuild instead of each making its
+	// own (a rebuild reads every node's machine).
+	building sync.Mutex
 }
 
 type parsedOverlay struct {
@@ -255,6 +260,8 @@ type cachedTree struct {
 // view is the cluster's nodes as templates see them, rebuilt when a table
 // it reads changes; digest is over the template data only, so a heartbeat
 // (which changes the nodes table) rebuilds the view but keeps the trees.
+// While the machines table is unchanged a rebuild takes each machine's
+// part of its Node from the view before (a heartbeat reads no machine).
 type view struct {
 	indexes   [5]uint64
 	nodes     []Node
@@ -266,18 +273,34 @@ type view struct {
 func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 	idx := [5]uint64{tx.TableIndex(store.TableStatelessNodes), tx.TableIndex(store.TableMachines),
 		tx.TableIndex(store.TableTags), tx.TableIndex(store.TableRacks), tx.TableIndex(store.TableProfiles)}
-	r.mu.Lock()
-	v := r.view
-	r.mu.Unlock()
-	if v != nil && v.indexes == idx {
-		return v, nil
+	current := func() *view {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.view
+	}
+	prev := current()
+	if prev != nil && prev.indexes == idx {
+		return prev, nil
+	}
+	r.building.Lock()
+	defer r.building.Unlock()
+	if prev = current(); prev != nil && prev.indexes == idx {
+		return prev, nil // rebuilt while this one waited
 	}
 	ns, err := tx.StatelessNodes()
 	if err != nil {
 		return nil, err
 	}
-	v = &view{indexes: idx, byMachine: make(map[string]int, len(ns)), records: make(map[string]store.StatelessNode, len(ns))}
+	sameMachines := prev != nil && prev.indexes[1] == idx[1]
+	v := &view{indexes: idx, byMachine: make(map[string]int, len(ns)), records: make(map[string]store.StatelessNode, len(ns))}
 	for _, n := range ns {
+		if sameMachines {
+			if i, ok := prev.byMachine[n.Machine]; ok {
+				v.nodes = append(v.nodes, prev.nodes[i].withNode(n))
+				v.records[n.Machine] = n
+				continue
+			}
+		}
 		m, err := tx.Machine(n.Machine)
 		if err != nil {
 			continue // deleted under its node: not a node any more
