@@ -326,9 +326,11 @@ func TestOverlayOrder(t *testing.T) {
 
 // The view the templates see follows the store when many fetches render
 // at once: they agree on a tree, a heartbeat (the nodes table changes,
-// nothing a template reads) leaves the trees as they were, and a change to
-// a machine (its rack) reaches every node's slurm.conf although the view
-// before it had that machine's data.
+// nothing a template reads) leaves the trees as they were, a change to a
+// machine (its rack) reaches every node's slurm.conf although the view
+// before it had that machine's data and slurm.conf was rendered once for
+// both nodes, and so does a change of the cluster's variables; the
+// templates that read the node still render for each.
 func TestViewFollowsChanges(t *testing.T) {
 	c := newCluster(t, "server", "server")
 	r := &overlay.Renderer{Key: c.key}
@@ -381,5 +383,15 @@ func TestViewFollowsChanges(t *testing.T) {
 	}
 	if !strings.Contains(lineA, "Features=rack-r7") {
 		t.Fatalf("node A's line in B's slurm.conf after A moved to rack r7: %q\n%s", lineA, conf)
+	}
+
+	// slurm.conf renders once for both nodes; hostname for each.
+	c.l.Must(t, &raftfsm.ClusterVarsSet{Vars: map[string]string{"slurm_controller": "head2"}, Now: t0})
+	ta, tb := untar(t, render(a, store.TreeSystem)), untar(t, render(b, store.TreeSystem))
+	if !strings.Contains(ta["etc/slurm/slurm.conf"], "SlurmctldHost=head2") || ta["etc/slurm/slurm.conf"] != tb["etc/slurm/slurm.conf"] {
+		t.Fatalf("slurm.conf after the cluster variables changed:\n%s\n--- B's:\n%s", ta["etc/slurm/slurm.conf"], tb["etc/slurm/slurm.conf"])
+	}
+	if ta["etc/hostname"] != "cn001\n" || tb["etc/hostname"] != "cn002\n" {
+		t.Fatalf("hostnames: %q %q", ta["etc/hostname"], tb["etc/hostname"])
 	}
 }

@@ -58,6 +58,9 @@ type parsedFile struct {
 	mode   uint32
 	data   []byte             // a plain file
 	tmpl   *template.Template // a template
+	// shared: the template renders the same for every node of a profile
+	// (nodeIndependent).
+	shared bool
 }
 
 // Parse parses an overlay's templates; the first that does not parse is
@@ -85,6 +88,7 @@ func Parse(files []store.OverlayFile) ([]parsedFile, error) {
 		if len(t.Templates()) > 1 || hasTemplateCall(t.Tree.Root) {
 			return nil, templateErr("%s: {{define}}, {{block}} and {{template}} are not supported in overlays", f.Path)
 		}
+		p.shared = nodeIndependent(t.Tree.Root)
 		instrument(t.Tree, t.Tree.Root)
 		p.tmpl = t
 		out = append(out, p)
@@ -238,7 +242,8 @@ type Renderer struct {
 	mu     sync.Mutex
 	parsed map[string]parsedOverlay // by overlay name
 	view   *view
-	trees  map[string]cachedTree // by machine + "/" + tree
+	trees  map[string]cachedTree  // by machine + "/" + tree
+	shared map[string]*sharedFile // node-independent templates' renderings (renderShared)
 
 	// building is held while the view is rebuilt: the fetches that find
 	// it stale together wait for one rebuild instead of each making its
@@ -363,6 +368,10 @@ type input struct {
 	overlays []string
 	parsed   []parsedOverlay
 	key      string
+	// sharedKey is what a node-independent template reads (all of it but
+	// the node), secrets whether they are unsealed.
+	sharedKey string
+	secrets   bool
 }
 
 func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverlay) (*input, error) {
@@ -429,12 +438,16 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 		if err := r.unseal(tx, rec, &in.data); err != nil {
 			return nil, err
 		}
+		in.secrets = true
 	} else {
 		if in.data.Node.Machine != "" {
 			in.data.Node.SSHHostKey = RedactedHostKey
 		}
 		in.data.MungeKey = RedactedMunge
 	}
+	h.Reset()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%t\x00%s", v.digest, p.Name, p.Index, cv.Index, in.secrets, in.data.MungeKey)
+	in.sharedKey = hex.EncodeToString(h.Sum(nil))
 	return in, nil
 }
 
@@ -492,7 +505,7 @@ func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]Fi
 			return c.files, c.tar, nil
 		}
 	}
-	files, err := renderTree(in, tree)
+	files, err := renderTree(in, tree, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -524,7 +537,10 @@ func (r *Renderer) Forget(machine string) {
 	}
 }
 
-func renderTree(in *input, tree string) ([]File, error) {
+// renderTree renders in's tree; with shared, the node-independent
+// templates come from its renderShared (Trial renders without: it must
+// not touch the caches).
+func renderTree(in *input, tree string, shared *Renderer) ([]File, error) {
 	byPath := map[string]File{}
 	total := 0
 	for i, po := range in.parsed {
@@ -532,7 +548,13 @@ func renderTree(in *input, tree string) ([]File, error) {
 			if f.tree != tree {
 				continue
 			}
-			b, err := f.render(&in.data)
+			var b []byte
+			var err error
+			if shared != nil && f.shared {
+				b, err = shared.renderShared(in, in.overlays[i], po.sha, f)
+			} else {
+				b, err = f.render(&in.data)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("overlay %s: %w", in.overlays[i], err)
 			}
@@ -650,7 +672,7 @@ func (r *Renderer) Trial(tx *store.Tx, name string, files []store.OverlayFile) e
 			continue
 		}
 		for _, tree := range []string{store.TreeSystem, store.TreeRuntime} {
-			if _, err := renderTree(in, tree); err != nil {
+			if _, err := renderTree(in, tree, nil); err != nil {
 				if t.Machine != "" {
 					return fmt.Errorf("for node %s: %w", in.data.Node.Name, err)
 				}
