@@ -330,7 +330,8 @@ func TestOverlayOrder(t *testing.T) {
 // machine (its rack) reaches every node's slurm.conf although the view
 // before it had that machine's data and slurm.conf was rendered once for
 // both nodes, and so does a change of the cluster's variables; the
-// templates that read the node still render for each.
+// templates that read the node still render for each, and a new version
+// of the overlay replaces the parsed one.
 func TestViewFollowsChanges(t *testing.T) {
 	c := newCluster(t, "server", "server")
 	r := &overlay.Renderer{Key: c.key}
@@ -393,5 +394,20 @@ func TestViewFollowsChanges(t *testing.T) {
 	}
 	if ta["etc/hostname"] != "cn001\n" || tb["etc/hostname"] != "cn002\n" {
 		t.Fatalf("hostnames: %q %q", ta["etc/hostname"], tb["etc/hostname"])
+	}
+
+	// A new version of the overlay is parsed again.
+	files, err := overlay.Example("compute")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		if f.Path == "system/etc/hostname.tmpl" {
+			files[i].Content = []byte("{{ .Node.Name }}.v2\n")
+		}
+	}
+	c.l.Must(t, &raftfsm.OverlayPut{Name: "compute", Files: bodies(files), Now: t0})
+	if got := untar(t, render(a, store.TreeSystem))["etc/hostname"]; got != "cn001.v2\n" {
+		t.Fatalf("hostname after the overlay changed: %q", got)
 	}
 }

@@ -252,8 +252,9 @@ type Renderer struct {
 }
 
 type parsedOverlay struct {
-	sha   string
-	files []parsedFile
+	sha     string
+	files   []parsedFile
+	checked uint64 // the overlays table's index when sha was read
 }
 
 type cachedTree struct {
@@ -326,22 +327,30 @@ func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 	return v, nil
 }
 
+// overlay is an overlay parsed. While the overlays table is at the index
+// it was last read at, the parsed one stands without reading the record
+// (its files, every fetch).
 func (r *Renderer) overlay(tx *store.Tx, name string) (parsedOverlay, error) {
+	idx := tx.TableIndex(store.TableOverlays)
+	r.mu.Lock()
+	p, ok := r.parsed[name]
+	r.mu.Unlock()
+	if ok && p.checked == idx {
+		return p, nil
+	}
 	o, err := tx.Overlay(name)
 	if err != nil {
 		return parsedOverlay{}, err
 	}
-	r.mu.Lock()
-	p, ok := r.parsed[name]
-	r.mu.Unlock()
 	if ok && p.sha == o.SHA256 {
-		return p, nil
+		p.checked = idx
+	} else {
+		files, err := Parse(o.Files)
+		if err != nil {
+			return parsedOverlay{}, err
+		}
+		p = parsedOverlay{sha: o.SHA256, files: files, checked: idx}
 	}
-	files, err := Parse(o.Files)
-	if err != nil {
-		return parsedOverlay{}, err
-	}
-	p = parsedOverlay{sha: o.SHA256, files: files}
 	r.mu.Lock()
 	if r.parsed == nil {
 		r.parsed = map[string]parsedOverlay{}
@@ -590,6 +599,11 @@ var epoch = time.Unix(0, 0).UTC()
 // implied; rollcall-overlay makes them 0755).
 func Tarball(files []File) ([]byte, error) {
 	var b bytes.Buffer
+	size := 2 << 10 // the end blocks, and a record's rounding
+	for _, f := range files {
+		size += 3<<9 + len(f.Data) // a PAX header, the header, the data
+	}
+	b.Grow(size)
 	w := tar.NewWriter(&b)
 	for _, f := range files {
 		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: int64(f.Mode), Size: int64(len(f.Data)), ModTime: epoch, Format: tar.FormatPAX}
