@@ -378,9 +378,12 @@ type input struct {
 	parsed   []parsedOverlay
 	key      string
 	// sharedKey is what a node-independent template reads (all of it but
-	// the node), secrets whether they are unsealed.
+	// the node).
 	sharedKey string
-	secrets   bool
+	// secrets: the node's own rendering, whose secrets are unsealed
+	// (from rec) only when it renders, not when its tree is cached.
+	secrets bool
+	rec     store.StatelessNode
 }
 
 func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverlay) (*input, error) {
@@ -428,8 +431,10 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 			}
 		}
 	}
+	// The profiles table's index: the munge key's first save touches it.
+	profiles := tx.TableIndex(store.TableProfiles)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t\x00%d\x00%d\x00", v.digest, t.Machine, rec.Generation, t.Secrets, p.Index, cv.Index)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t\x00%d\x00%d\x00%d\x00", v.digest, t.Machine, rec.Generation, t.Secrets, p.Index, cv.Index, profiles)
 	for _, name := range in.overlays {
 		po, ok := override[name]
 		var err error
@@ -444,10 +449,7 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 	}
 	in.key = hex.EncodeToString(h.Sum(nil))
 	if t.Secrets && t.Machine != "" {
-		if err := r.unseal(tx, rec, &in.data); err != nil {
-			return nil, err
-		}
-		in.secrets = true
+		in.secrets, in.rec = true, rec
 	} else {
 		if in.data.Node.Machine != "" {
 			in.data.Node.SSHHostKey = RedactedHostKey
@@ -455,7 +457,7 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 		in.data.MungeKey = RedactedMunge
 	}
 	h.Reset()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%t\x00%s", v.digest, p.Name, p.Index, cv.Index, in.secrets, in.data.MungeKey)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%d", v.digest, p.Name, p.Index, cv.Index, profiles)
 	in.sharedKey = hex.EncodeToString(h.Sum(nil))
 	return in, nil
 }
@@ -512,6 +514,11 @@ func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]Fi
 		r.mu.Unlock()
 		if ok && c.key == in.key && (!wantTar || c.tar != nil) {
 			return c.files, c.tar, nil
+		}
+	}
+	if in.secrets {
+		if err := r.unseal(tx, in.rec, &in.data); err != nil {
+			return nil, nil, err
 		}
 	}
 	files, err := renderTree(in, tree, r)
