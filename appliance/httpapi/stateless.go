@@ -32,8 +32,12 @@ import (
 // are in the store) and is its heartbeat, written through Raft at most
 // once a seen interval per node (seenWriter).
 
-// ctxNode holds the machine a node token was for.
-const ctxNode = "rollcall.node_machine"
+// ctxNode holds the machine a node token was for, ctxNodeRecord its
+// stateless node record as requireNode read it.
+const (
+	ctxNode       = "rollcall.node_machine"
+	ctxNodeRecord = "rollcall.node_record"
+)
 
 // nodeCallsPerMinute bounds one node's calls (its refresh is every five
 // minutes; a boot makes two or three).
@@ -590,16 +594,19 @@ func (s *Server) requireNode(c *gin.Context) error {
 		return unauthorized("this node token is for an assignment that ended (the machine was unassigned or assigned again): boot the machine again")
 	}
 	c.Set(ctxNode, machine)
+	c.Set(ctxNodeRecord, n)
 	c.Next()
 	return nil
 }
 
+// nodeRecord is the calling node's record, as requireNode read it.
+func nodeRecord(c *gin.Context) store.StatelessNode {
+	n, _ := c.MustGet(ctxNodeRecord).(store.StatelessNode)
+	return n
+}
+
 func (s *Server) getStatelessSelf(c *gin.Context) error {
-	machine := c.GetString(ctxNode)
-	var n store.StatelessNode
-	if err := s.cfg.DB.View(func(tx *store.Tx) (err error) { n, err = tx.StatelessNode(machine); return err }); err != nil {
-		return err
-	}
+	n := nodeRecord(c)
 	c.JSON(http.StatusOK, wire.StatelessSelf{Machine: n.Machine, Name: n.Name, Profile: n.Profile, Addresses: nonNil(n.Addresses),
 		RefreshSeconds: int(s.refresh() / time.Second)})
 	return nil
@@ -611,11 +618,8 @@ func (s *Server) getSelfOverlay(c *gin.Context) error {
 		return BadRequest("tree %q: system or runtime", store.Clip(tree))
 	}
 	var b []byte
-	var n store.StatelessNode
+	n := nodeRecord(c)
 	if err := s.cfg.DB.View(func(tx *store.Tx) (err error) {
-		if n, err = tx.StatelessNode(machine); err != nil {
-			return err
-		}
 		b, err = s.overlays.Tar(tx, overlay.Target{Machine: machine, Secrets: true}, tree)
 		return err
 	}); err != nil {

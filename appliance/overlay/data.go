@@ -104,19 +104,28 @@ const (
 )
 
 // nodeData is the public part of a node's Data.
-func nodeData(n store.StatelessNode, m store.Machine) Node {
-	s := m.Summary
-	d := Node{
-		Name: n.Name, Machine: n.Machine, Profile: n.Profile, Number: n.Number, Addresses: n.Addresses,
-		Building: m.Location.Building, Room: m.Location.Room, Rack: m.Location.Rack, Unit: m.Location.Unit,
-		Sockets: s.Sockets, CPUs: s.Threads, MemoryMB: s.MemoryBytes >> 20, GPUs: s.GPUs, GPUModels: s.GPUModels,
-		SSHHostKeyPub: n.SSHHostKeyPub,
-	}
-	d.Tags = append(append([]string(nil), m.Tags...), m.AutoTags...)
-	sortUnique(&d.Tags)
+func nodeData(n store.StatelessNode, m store.Machine) Node { return machineData(m).withNode(n) }
+
+// withNode is d with what a node's Data takes from its stateless node
+// record (the rest comes from its machine: machineData).
+func (d Node) withNode(n store.StatelessNode) Node {
+	d.Name, d.Machine, d.Profile, d.Number, d.Addresses = n.Name, n.Machine, n.Profile, n.Number, n.Addresses
+	d.SSHHostKeyPub, d.IP = n.SSHHostKeyPub, ""
 	if len(n.Addresses) > 0 {
 		d.IP, _, _ = strings.Cut(n.Addresses[0], "/")
 	}
+	return d
+}
+
+// machineData is what a node's Data takes from its machine record.
+func machineData(m store.Machine) Node {
+	s := m.Summary
+	d := Node{
+		Building: m.Location.Building, Room: m.Location.Room, Rack: m.Location.Rack, Unit: m.Location.Unit,
+		Sockets: s.Sockets, CPUs: s.Threads, MemoryMB: s.MemoryBytes >> 20, GPUs: s.GPUs, GPUModels: s.GPUModels,
+	}
+	d.Tags = append(append([]string(nil), m.Tags...), m.AutoTags...)
+	sortUnique(&d.Tags)
 	if s.Sockets > 0 && s.Cores > 0 {
 		d.CoresPerSocket = s.Cores / s.Sockets
 		d.ThreadsPerCore = max(1, s.Threads/s.Cores)

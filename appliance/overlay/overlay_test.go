@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -320,5 +321,93 @@ func TestOverlayOrder(t *testing.T) {
 		&raftfsm.MachineTags{Machines: []string{c.ids[0]}, Add: []string{"gpu"}, Now: t0})
 	if got := motd(); got != "gpu cn001\n" {
 		t.Fatalf("after the tag: %q", got)
+	}
+}
+
+// The view the templates see follows the store when many fetches render
+// at once: they agree on a tree, a heartbeat (the nodes table changes,
+// nothing a template reads) leaves the trees as they were, a change to a
+// machine (its rack) reaches every node's slurm.conf although the view
+// before it had that machine's data and slurm.conf was rendered once for
+// both nodes, and so does a change of the cluster's variables; the
+// templates that read the node still render for each, and a new version
+// of the overlay replaces the parsed one.
+func TestViewFollowsChanges(t *testing.T) {
+	c := newCluster(t, "server", "server")
+	r := &overlay.Renderer{Key: c.key}
+	a, b := c.ids[0], c.ids[1]
+	render := func(machine, tree string) []byte {
+		var out []byte
+		c.view(t, func(tx *store.Tx) (err error) {
+			out, err = r.Tar(tx, overlay.Target{Machine: machine, Secrets: true}, tree)
+			return err
+		})
+		return out
+	}
+	const fetches = 16
+	got := make([][]byte, fetches)
+	var wg sync.WaitGroup
+	for i := range fetches {
+		wg.Go(func() { got[i] = render([]string{a, b}[i%2], store.TreeSystem) })
+	}
+	wg.Wait()
+	for i := range fetches {
+		if !bytes.Equal(got[i], got[i%2]) || len(got[i]) == 0 {
+			t.Fatalf("fetch %d of node %d differs from the first (%d and %d bytes)", i, i%2, len(got[i]), len(got[i%2]))
+		}
+	}
+
+	var seen []raftfsm.NodeSeen
+	c.view(t, func(tx *store.Tx) error {
+		for _, id := range c.ids {
+			n, err := tx.StatelessNode(id)
+			if err != nil {
+				return err
+			}
+			seen = append(seen, raftfsm.NodeSeen{Machine: id, Generation: n.Generation, Time: t0.Add(time.Hour), Booted: true})
+		}
+		return nil
+	})
+	c.l.Must(t, &raftfsm.StatelessSeen{Nodes: seen})
+	if after := render(b, store.TreeSystem); !bytes.Equal(after, got[1]) {
+		t.Fatalf("a heartbeat changed node B's tree:\n%s", untar(t, after)["etc/slurm/slurm.conf"])
+	}
+
+	c.l.Must(t, &raftfsm.RackPut{Rack: raftfsm.Rack{Name: "r7", Height: 42}, Now: t0},
+		&raftfsm.LocationSet{Machines: []raftfsm.MachineLocation{{ID: a, Location: raftfsm.Location{Rack: "r7", Unit: 3}}}, Now: t0})
+	conf := untar(t, render(b, store.TreeSystem))["etc/slurm/slurm.conf"]
+	var lineA string
+	for _, l := range strings.Split(conf, "\n") {
+		if strings.HasPrefix(l, "NodeName=cn001 ") {
+			lineA = l
+		}
+	}
+	if !strings.Contains(lineA, "Features=rack-r7") {
+		t.Fatalf("node A's line in B's slurm.conf after A moved to rack r7: %q\n%s", lineA, conf)
+	}
+
+	// slurm.conf renders once for both nodes; hostname for each.
+	c.l.Must(t, &raftfsm.ClusterVarsSet{Vars: map[string]string{"slurm_controller": "head2"}, Now: t0})
+	ta, tb := untar(t, render(a, store.TreeSystem)), untar(t, render(b, store.TreeSystem))
+	if !strings.Contains(ta["etc/slurm/slurm.conf"], "SlurmctldHost=head2") || ta["etc/slurm/slurm.conf"] != tb["etc/slurm/slurm.conf"] {
+		t.Fatalf("slurm.conf after the cluster variables changed:\n%s\n--- B's:\n%s", ta["etc/slurm/slurm.conf"], tb["etc/slurm/slurm.conf"])
+	}
+	if ta["etc/hostname"] != "cn001\n" || tb["etc/hostname"] != "cn002\n" {
+		t.Fatalf("hostnames: %q %q", ta["etc/hostname"], tb["etc/hostname"])
+	}
+
+	// A new version of the overlay is parsed again.
+	files, err := overlay.Example("compute")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		if f.Path == "system/etc/hostname.tmpl" {
+			files[i].Content = []byte("{{ .Node.Name }}.v2\n")
+		}
+	}
+	c.l.Must(t, &raftfsm.OverlayPut{Name: "compute", Files: bodies(files), Now: t0})
+	if got := untar(t, render(a, store.TreeSystem))["etc/hostname"]; got != "cn001.v2\n" {
+		t.Fatalf("hostname after the overlay changed: %q", got)
 	}
 }

@@ -58,6 +58,9 @@ type parsedFile struct {
 	mode   uint32
 	data   []byte             // a plain file
 	tmpl   *template.Template // a template
+	// shared: the template renders the same for every node of a profile
+	// (nodeIndependent).
+	shared bool
 }
 
 // Parse parses an overlay's templates; the first that does not parse is
@@ -85,6 +88,7 @@ func Parse(files []store.OverlayFile) ([]parsedFile, error) {
 		if len(t.Templates()) > 1 || hasTemplateCall(t.Tree.Root) {
 			return nil, templateErr("%s: {{define}}, {{block}} and {{template}} are not supported in overlays", f.Path)
 		}
+		p.shared = nodeIndependent(t.Tree.Root)
 		instrument(t.Tree, t.Tree.Root)
 		p.tmpl = t
 		out = append(out, p)
@@ -238,12 +242,19 @@ type Renderer struct {
 	mu     sync.Mutex
 	parsed map[string]parsedOverlay // by overlay name
 	view   *view
-	trees  map[string]cachedTree // by machine + "/" + tree
+	trees  map[string]cachedTree  // by machine + "/" + tree
+	shared map[string]*sharedFile // node-independent templates' renderings (renderShared)
+
+	// building is held while the view is rebuilt: the fetches that find
+	// it stale together wait for one rebuild instead of each making its
+	// own (a rebuild reads every node's machine).
+	building sync.Mutex
 }
 
 type parsedOverlay struct {
-	sha   string
-	files []parsedFile
+	sha     string
+	files   []parsedFile
+	checked uint64 // the overlays table's index when sha was read
 }
 
 type cachedTree struct {
@@ -255,6 +266,8 @@ type cachedTree struct {
 // view is the cluster's nodes as templates see them, rebuilt when a table
 // it reads changes; digest is over the template data only, so a heartbeat
 // (which changes the nodes table) rebuilds the view but keeps the trees.
+// While the machines table is unchanged a rebuild takes each machine's
+// part of its Node from the view before (a heartbeat reads no machine).
 type view struct {
 	indexes   [5]uint64
 	nodes     []Node
@@ -266,18 +279,34 @@ type view struct {
 func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 	idx := [5]uint64{tx.TableIndex(store.TableStatelessNodes), tx.TableIndex(store.TableMachines),
 		tx.TableIndex(store.TableTags), tx.TableIndex(store.TableRacks), tx.TableIndex(store.TableProfiles)}
-	r.mu.Lock()
-	v := r.view
-	r.mu.Unlock()
-	if v != nil && v.indexes == idx {
-		return v, nil
+	current := func() *view {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.view
+	}
+	prev := current()
+	if prev != nil && prev.indexes == idx {
+		return prev, nil
+	}
+	r.building.Lock()
+	defer r.building.Unlock()
+	if prev = current(); prev != nil && prev.indexes == idx {
+		return prev, nil // rebuilt while this one waited
 	}
 	ns, err := tx.StatelessNodes()
 	if err != nil {
 		return nil, err
 	}
-	v = &view{indexes: idx, byMachine: make(map[string]int, len(ns)), records: make(map[string]store.StatelessNode, len(ns))}
+	sameMachines := prev != nil && prev.indexes[1] == idx[1]
+	v := &view{indexes: idx, byMachine: make(map[string]int, len(ns)), records: make(map[string]store.StatelessNode, len(ns))}
 	for _, n := range ns {
+		if sameMachines {
+			if i, ok := prev.byMachine[n.Machine]; ok {
+				v.nodes = append(v.nodes, prev.nodes[i].withNode(n))
+				v.records[n.Machine] = n
+				continue
+			}
+		}
 		m, err := tx.Machine(n.Machine)
 		if err != nil {
 			continue // deleted under its node: not a node any more
@@ -298,22 +327,30 @@ func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 	return v, nil
 }
 
+// overlay is an overlay parsed. While the overlays table is at the index
+// it was last read at, the parsed one stands without reading the record
+// (its files, every fetch).
 func (r *Renderer) overlay(tx *store.Tx, name string) (parsedOverlay, error) {
+	idx := tx.TableIndex(store.TableOverlays)
+	r.mu.Lock()
+	p, ok := r.parsed[name]
+	r.mu.Unlock()
+	if ok && p.checked == idx {
+		return p, nil
+	}
 	o, err := tx.Overlay(name)
 	if err != nil {
 		return parsedOverlay{}, err
 	}
-	r.mu.Lock()
-	p, ok := r.parsed[name]
-	r.mu.Unlock()
 	if ok && p.sha == o.SHA256 {
-		return p, nil
+		p.checked = idx
+	} else {
+		files, err := Parse(o.Files)
+		if err != nil {
+			return parsedOverlay{}, err
+		}
+		p = parsedOverlay{sha: o.SHA256, files: files, checked: idx}
 	}
-	files, err := Parse(o.Files)
-	if err != nil {
-		return parsedOverlay{}, err
-	}
-	p = parsedOverlay{sha: o.SHA256, files: files}
 	r.mu.Lock()
 	if r.parsed == nil {
 		r.parsed = map[string]parsedOverlay{}
@@ -340,6 +377,13 @@ type input struct {
 	overlays []string
 	parsed   []parsedOverlay
 	key      string
+	// sharedKey is what a node-independent template reads (all of it but
+	// the node).
+	sharedKey string
+	// secrets: the node's own rendering, whose secrets are unsealed
+	// (from rec) only when it renders, not when its tree is cached.
+	secrets bool
+	rec     store.StatelessNode
 }
 
 func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverlay) (*input, error) {
@@ -387,8 +431,10 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 			}
 		}
 	}
+	// The profiles table's index: the munge key's first save touches it.
+	profiles := tx.TableIndex(store.TableProfiles)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t\x00%d\x00%d\x00", v.digest, t.Machine, rec.Generation, t.Secrets, p.Index, cv.Index)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t\x00%d\x00%d\x00%d\x00", v.digest, t.Machine, rec.Generation, t.Secrets, p.Index, cv.Index, profiles)
 	for _, name := range in.overlays {
 		po, ok := override[name]
 		var err error
@@ -403,15 +449,16 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 	}
 	in.key = hex.EncodeToString(h.Sum(nil))
 	if t.Secrets && t.Machine != "" {
-		if err := r.unseal(tx, rec, &in.data); err != nil {
-			return nil, err
-		}
+		in.secrets, in.rec = true, rec
 	} else {
 		if in.data.Node.Machine != "" {
 			in.data.Node.SSHHostKey = RedactedHostKey
 		}
 		in.data.MungeKey = RedactedMunge
 	}
+	h.Reset()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%d", v.digest, p.Name, p.Index, cv.Index, profiles)
+	in.sharedKey = hex.EncodeToString(h.Sum(nil))
 	return in, nil
 }
 
@@ -469,7 +516,12 @@ func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]Fi
 			return c.files, c.tar, nil
 		}
 	}
-	files, err := renderTree(in, tree)
+	if in.secrets {
+		if err := r.unseal(tx, in.rec, &in.data); err != nil {
+			return nil, nil, err
+		}
+	}
+	files, err := renderTree(in, tree, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -501,7 +553,10 @@ func (r *Renderer) Forget(machine string) {
 	}
 }
 
-func renderTree(in *input, tree string) ([]File, error) {
+// renderTree renders in's tree; with shared, the node-independent
+// templates come from its renderShared (Trial renders without: it must
+// not touch the caches).
+func renderTree(in *input, tree string, shared *Renderer) ([]File, error) {
 	byPath := map[string]File{}
 	total := 0
 	for i, po := range in.parsed {
@@ -509,7 +564,13 @@ func renderTree(in *input, tree string) ([]File, error) {
 			if f.tree != tree {
 				continue
 			}
-			b, err := f.render(&in.data)
+			var b []byte
+			var err error
+			if shared != nil && f.shared {
+				b, err = shared.renderShared(in, in.overlays[i], po.sha, f)
+			} else {
+				b, err = f.render(&in.data)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("overlay %s: %w", in.overlays[i], err)
 			}
@@ -545,6 +606,11 @@ var epoch = time.Unix(0, 0).UTC()
 // implied; rollcall-overlay makes them 0755).
 func Tarball(files []File) ([]byte, error) {
 	var b bytes.Buffer
+	size := 2 << 10 // the end blocks, and a record's rounding
+	for _, f := range files {
+		size += 3<<9 + len(f.Data) // a PAX header, the header, the data
+	}
+	b.Grow(size)
 	w := tar.NewWriter(&b)
 	for _, f := range files {
 		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: int64(f.Mode), Size: int64(len(f.Data)), ModTime: epoch, Format: tar.FormatPAX}
@@ -627,7 +693,7 @@ func (r *Renderer) Trial(tx *store.Tx, name string, files []store.OverlayFile) e
 			continue
 		}
 		for _, tree := range []string{store.TreeSystem, store.TreeRuntime} {
-			if _, err := renderTree(in, tree); err != nil {
+			if _, err := renderTree(in, tree, nil); err != nil {
 				if t.Machine != "" {
 					return fmt.Errorf("for node %s: %w", in.data.Node.Name, err)
 				}
