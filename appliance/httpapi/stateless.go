@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -589,8 +590,11 @@ func (s *Server) requireNode(c *gin.Context) error {
 	if !s.nodeLimiter.allow(machine, time.Now()) {
 		return Errorf(http.StatusTooManyRequests, "rate_limited", "at most %d calls a minute for one node; retry later", nodeCallsPerMinute)
 	}
+	// The renderer's view holds every node's record, decoded once per
+	// change of the nodes table.
 	var n store.StatelessNode
-	if err := s.cfg.DB.View(func(tx *store.Tx) (err error) { n, err = tx.StatelessNode(machine); return err }); err != nil || n.Generation != gen {
+	var ok bool
+	if err := s.cfg.DB.View(func(tx *store.Tx) (err error) { n, ok, err = s.overlays.Node(tx, machine); return err }); err != nil || !ok || n.Generation != gen {
 		return unauthorized("this node token is for an assignment that ended (the machine was unassigned or assigned again): boot the machine again")
 	}
 	c.Set(ctxNode, machine)
@@ -617,7 +621,7 @@ func (s *Server) getSelfOverlay(c *gin.Context) error {
 	if tree != store.TreeSystem && tree != store.TreeRuntime {
 		return BadRequest("tree %q: system or runtime", store.Clip(tree))
 	}
-	var b []byte
+	var b overlay.Tar
 	n := nodeRecord(c)
 	if err := s.cfg.DB.View(func(tx *store.Tx) (err error) {
 		b, err = s.overlays.Tar(tx, overlay.Target{Machine: machine, Secrets: true}, tree)
@@ -630,6 +634,11 @@ func (s *Server) getSelfOverlay(c *gin.Context) error {
 	}
 	s.seen.note(n, time.Now().UTC())
 	c.Header("Cache-Control", "no-store")
-	c.Data(http.StatusOK, "application/x-tar", b)
+	c.Header("Content-Type", "application/x-tar")
+	c.Header("Content-Length", strconv.FormatInt(b.Size, 10))
+	c.Status(http.StatusOK)
+	if c.Request.Method != http.MethodHead {
+		b.WriteTo(c.Writer) // a client gone away: nothing to tell it
+	}
 	return nil
 }

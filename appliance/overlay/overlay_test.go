@@ -203,10 +203,11 @@ func TestSecretsStayWithTheirNode(t *testing.T) {
 	r := &overlay.Renderer{Key: c.key}
 	a, b := c.ids[0], c.ids[1]
 	c.view(t, func(tx *store.Tx) error {
-		ta, err := r.Tar(tx, overlay.Target{Machine: a, Secrets: true}, store.TreeSystem)
+		arch, err := r.Tar(tx, overlay.Target{Machine: a, Secrets: true}, store.TreeSystem)
 		if err != nil {
 			return err
 		}
+		ta := arch.Bytes()
 		if !bytes.Contains(ta, []byte(c.privs[a])) || bytes.Contains(ta, []byte(c.privs[b])) {
 			t.Errorf("node A's tar: has A's key %v, B's key %v", bytes.Contains(ta, []byte(c.privs[a])), bytes.Contains(ta, []byte(c.privs[b])))
 		}
@@ -216,10 +217,11 @@ func TestSecretsStayWithTheirNode(t *testing.T) {
 		}
 		for _, target := range []overlay.Target{{Machine: a}, {Profile: "compute"}} {
 			for _, tree := range []string{store.TreeSystem, store.TreeRuntime} {
-				tb, err := r.Tar(tx, target, tree)
+				arch, err := r.Tar(tx, target, tree)
 				if err != nil {
 					return err
 				}
+				tb := arch.Bytes()
 				if bytes.Contains(tb, []byte(c.privs[a])) || bytes.Contains(tb, []byte(c.privs[b])) || bytes.Contains(tb, bytes.Repeat([]byte{0x5a}, 64)) {
 					t.Errorf("operator's render of %+v %s holds a secret", target, tree)
 				}
@@ -339,7 +341,8 @@ func TestViewFollowsChanges(t *testing.T) {
 	render := func(machine, tree string) []byte {
 		var out []byte
 		c.view(t, func(tx *store.Tx) (err error) {
-			out, err = r.Tar(tx, overlay.Target{Machine: machine, Secrets: true}, tree)
+			arch, err := r.Tar(tx, overlay.Target{Machine: machine, Secrets: true}, tree)
+			out = arch.Bytes()
 			return err
 		})
 		return out
@@ -409,5 +412,56 @@ func TestViewFollowsChanges(t *testing.T) {
 	c.l.Must(t, &raftfsm.OverlayPut{Name: "compute", Files: bodies(files), Now: t0})
 	if got := untar(t, render(a, store.TreeSystem))["etc/hostname"]; got != "cn001.v2\n" {
 		t.Fatalf("hostname after the overlay changed: %q", got)
+	}
+}
+
+// TestTarPieces checks that a Tar's pieces make the archive archive/tar
+// writes for the same files: short and long (PAX) names, empty content,
+// content that ends on a block and content that does not.
+func TestTarPieces(t *testing.T) {
+	files := []overlay.File{
+		{Path: "etc/empty", Mode: 0o644},
+		{Path: "etc/block", Mode: 0o600, Data: bytes.Repeat([]byte{'b'}, 1024)},
+		{Path: "etc/" + strings.Repeat("long-name/", 12) + "file", Mode: 0o755, Data: []byte("x\n")},
+		{Path: "etc/odd", Mode: 0o400, Data: bytes.Repeat([]byte{'o'}, 1500)},
+		{Path: "etc/large", Mode: 0o644, Data: bytes.Repeat([]byte{'l'}, 100<<10+3)},
+		{Path: "etc/small", Mode: 0o644, Data: []byte("after the large one\n")},
+	}
+	var want bytes.Buffer
+	w := tar.NewWriter(&want)
+	for _, f := range files {
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: int64(f.Mode), Size: int64(len(f.Data)), ModTime: time.Unix(0, 0).UTC(), Format: tar.FormatPAX}
+		if err := w.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	arch, err := overlay.NewTar(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arch.Size != int64(want.Len()) {
+		t.Errorf("Size %d, archive/tar wrote %d bytes", arch.Size, want.Len())
+	}
+	var got bytes.Buffer
+	if n, err := arch.WriteTo(&got); err != nil || n != arch.Size {
+		t.Fatalf("WriteTo: %d bytes, %v", n, err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) || !bytes.Equal(arch.Bytes(), want.Bytes()) {
+		t.Errorf("the pieces differ from archive/tar's archive (%d and %d bytes)", got.Len(), want.Len())
+	}
+	// A large file's content is the rendering itself, not a copy.
+	large := files[4].Data
+	shared := false
+	for _, p := range arch.Pieces {
+		shared = shared || &p[0] == &large[0]
+	}
+	if !shared || len(arch.Pieces) != 3 {
+		t.Errorf("%d pieces, the large file's content one of them: %v (want 3: before, the content, after)", len(arch.Pieces), shared)
 	}
 }

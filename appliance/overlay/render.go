@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -245,6 +246,12 @@ type Renderer struct {
 	trees  map[string]cachedTree  // by machine + "/" + tree
 	shared map[string]*sharedFile // node-independent templates' renderings (renderShared)
 
+	// Records decoded, each kept while its table stands (mu).
+	profiles    memoTable[store.Profile]
+	clusterVars memoTable[store.ClusterVars]
+	tagOverlays memoTable[[]string]
+	mungeKey    memoTable[[]byte] // unsealed; the munge key's save touches the profiles table
+
 	// building is held while the view is rebuilt: the fetches that find
 	// it stale together wait for one rebuild instead of each making its
 	// own (a rebuild reads every node's machine).
@@ -260,7 +267,7 @@ type parsedOverlay struct {
 type cachedTree struct {
 	key   string
 	files []File
-	tar   []byte
+	tar   *Tar
 }
 
 // view is the cluster's nodes as templates see them, rebuilt when a table
@@ -297,13 +304,27 @@ func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	sameMachines := prev != nil && prev.indexes[1] == idx[1]
+	sameMachines := prev != nil && prev.indexes[1] == idx[1] && prev.indexes[2] == idx[2] && prev.indexes[3] == idx[3]
 	v := &view{indexes: idx, byMachine: make(map[string]int, len(ns)), records: make(map[string]store.StatelessNode, len(ns))}
+	// A heartbeat changes a node's seen times only: while the machines
+	// (and their tags and racks) stand and no node changed what templates
+	// see of it, the nodes and their digest are the view before's.
+	unchanged := sameMachines && len(ns) == len(prev.records)
+	for _, n := range ns {
+		unchanged = unchanged && sameForTemplates(prev.records[n.Machine], n)
+		v.records[n.Machine] = n
+	}
+	if unchanged {
+		v.nodes, v.byMachine, v.digest = prev.nodes, prev.byMachine, prev.digest
+		r.mu.Lock()
+		r.view = v
+		r.mu.Unlock()
+		return v, nil
+	}
 	for _, n := range ns {
 		if sameMachines {
 			if i, ok := prev.byMachine[n.Machine]; ok {
 				v.nodes = append(v.nodes, prev.nodes[i].withNode(n))
-				v.records[n.Machine] = n
 				continue
 			}
 		}
@@ -312,7 +333,6 @@ func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 			continue // deleted under its node: not a node any more
 		}
 		v.nodes = append(v.nodes, nodeData(n, m))
-		v.records[n.Machine] = n
 	}
 	slices.SortFunc(v.nodes, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
 	for i, n := range v.nodes {
@@ -325,6 +345,55 @@ func (r *Renderer) currentView(tx *store.Tx) (*view, error) {
 	r.view = v
 	r.mu.Unlock()
 	return v, nil
+}
+
+// memoTable keeps values read from one table while the table's index
+// (store.Tx.TableIndex) stays where it was when they were read: the
+// records a rendering reads are decoded once per change, not per fetch.
+type memoTable[V any] struct {
+	at   uint64
+	vals map[string]V
+}
+
+// memo is m's value for key at the table's index idx, loaded when the
+// table changed since (or key was not read yet). Errors are not kept.
+func memo[V any](r *Renderer, m *memoTable[V], idx uint64, key string, load func() (V, error)) (V, error) {
+	r.mu.Lock()
+	if v, ok := m.vals[key]; ok && m.at == idx {
+		r.mu.Unlock()
+		return v, nil
+	}
+	r.mu.Unlock()
+	v, err := load()
+	if err != nil {
+		return v, err
+	}
+	r.mu.Lock()
+	if m.at != idx || m.vals == nil {
+		m.at, m.vals = idx, map[string]V{}
+	}
+	m.vals[key] = v
+	r.mu.Unlock()
+	return v, nil
+}
+
+// Node is a stateless node's record as the current view holds it (the
+// view follows the nodes table, so it is the stored one), and false for a
+// machine that is not a node.
+func (r *Renderer) Node(tx *store.Tx, machine string) (store.StatelessNode, bool, error) {
+	v, err := r.currentView(tx)
+	if err != nil {
+		return store.StatelessNode{}, false, err
+	}
+	n, ok := v.records[machine]
+	return n, ok, nil
+}
+
+// sameForTemplates reports whether two records of a node give templates
+// the same node (withNode's fields) for the same machine.
+func sameForTemplates(a, b store.StatelessNode) bool {
+	return a.Machine == b.Machine && a.Name == b.Name && a.Profile == b.Profile && a.Number == b.Number &&
+		a.SSHHostKeyPub == b.SSHHostKeyPub && slices.Equal(a.Addresses, b.Addresses)
 }
 
 // overlay is an overlay parsed. While the overlays table is at the index
@@ -402,13 +471,14 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 		profile = rec.Profile
 		in.data.Node = v.nodes[v.byMachine[t.Machine]]
 	}
-	p, err := tx.Profile(profile)
+	profiles := tx.TableIndex(store.TableProfiles)
+	p, err := memo(r, &r.profiles, profiles, profile, func() (store.Profile, error) { return tx.Profile(profile) })
 	if err != nil {
 		return nil, err
 	}
 	in.data.Profile = Profile{Name: p.Name, Image: p.Image, Overlays: p.Overlays, Args: p.Args, Vars: p.Vars}
 	in.data.Nodes = v.nodes
-	cv, err := tx.ClusterVars()
+	cv, err := memo(r, &r.clusterVars, tx.TableIndex(store.TableClusterVars), "", tx.ClusterVars)
 	if err != nil {
 		return nil, err
 	}
@@ -420,19 +490,23 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 	maps.Copy(in.data.Vars, p.Vars)
 	in.data.CA = string(r.CAPEM)
 	in.overlays = slices.Clone(p.Overlays)
+	tags := tx.TableIndex(store.TableTags)
 	for _, tag := range in.data.Node.Tags {
-		tg, err := tx.Tag(tag)
+		tagOverlays, err := memo(r, &r.tagOverlays, tags, tag, func() ([]string, error) {
+			tg, err := tx.Tag(tag)
+			return tg.Overlays, err
+		})
 		if err != nil {
 			continue
 		}
-		for _, o := range tg.Overlays {
+		for _, o := range tagOverlays {
 			if !slices.Contains(in.overlays, o) {
 				in.overlays = append(in.overlays, o)
 			}
 		}
 	}
-	// The profiles table's index: the munge key's first save touches it.
-	profiles := tx.TableIndex(store.TableProfiles)
+	// The profiles table's index is in the key: the munge key's first save
+	// touches it.
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t\x00%d\x00%d\x00%d\x00", v.digest, t.Machine, rec.Generation, t.Secrets, p.Index, cv.Index, profiles)
 	for _, name := range in.overlays {
@@ -471,17 +545,21 @@ func (r *Renderer) unseal(tx *store.Tx, n store.StatelessNode, d *Data) error {
 		}
 		d.Node.SSHHostKey = string(k)
 	}
-	mk, ok, err := tx.MungeKey()
+	k, err := memo(r, &r.mungeKey, tx.TableIndex(store.TableProfiles), "", func() ([]byte, error) {
+		mk, ok, err := tx.MungeKey()
+		if err != nil || !ok {
+			return nil, err
+		}
+		k, err := r.Key.Open(mk.Sealed, []byte(store.MungeKeyAAD))
+		if err != nil {
+			return nil, errors.New("cannot unseal the munge key (a different master key?)")
+		}
+		return k, nil
+	})
 	if err != nil {
 		return err
 	}
-	if ok {
-		k, err := r.Key.Open(mk.Sealed, []byte(store.MungeKeyAAD))
-		if err != nil {
-			return errors.New("cannot unseal the munge key (a different master key?)")
-		}
-		d.MungeKey = string(k)
-	}
+	d.MungeKey = string(k)
 	return nil
 }
 
@@ -494,12 +572,15 @@ func (r *Renderer) Tree(tx *store.Tx, t Target, tree string) ([]File, error) {
 }
 
 // Tar renders a node's tree as the tar its rollcall-overlay reads.
-func (r *Renderer) Tar(tx *store.Tx, t Target, tree string) ([]byte, error) {
-	_, b, err := r.tree(tx, t, tree, true)
-	return b, err
+func (r *Renderer) Tar(tx *store.Tx, t Target, tree string) (Tar, error) {
+	_, tb, err := r.tree(tx, t, tree, true)
+	if err != nil {
+		return Tar{}, err
+	}
+	return *tb, nil
 }
 
-func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]File, []byte, error) {
+func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]File, *Tar, error) {
 	if tree != store.TreeSystem && tree != store.TreeRuntime {
 		return nil, nil, store.Errorf(store.ErrInvalid, "tree %q: system or runtime", store.Clip(tree))
 	}
@@ -525,11 +606,13 @@ func (r *Renderer) tree(tx *store.Tx, t Target, tree string, wantTar bool) ([]Fi
 	if err != nil {
 		return nil, nil, err
 	}
-	var tb []byte
+	var tb *Tar
 	if wantTar {
-		if tb, err = Tarball(files); err != nil {
+		t, err := NewTar(files)
+		if err != nil {
 			return nil, nil, err
 		}
+		tb = &t
 	}
 	if t.Secrets {
 		r.mu.Lock()
@@ -602,29 +685,88 @@ func renderTree(in *input, tree string, shared *Renderer) ([]File, error) {
 // only.
 var epoch = time.Unix(0, 0).UTC()
 
-// Tarball writes files as a tar of regular files (the directories are
-// implied; rollcall-overlay makes them 0755).
-func Tarball(files []File) ([]byte, error) {
-	var b bytes.Buffer
-	size := 2 << 10 // the end blocks, and a record's rounding
-	for _, f := range files {
-		size += 3<<9 + len(f.Data) // a PAX header, the header, the data
+// Tar is a tree as a tar archive of regular files (the directories are
+// implied; rollcall-overlay makes them 0755), held as pieces that follow
+// one another: the headers, small files' contents, paddings and the end
+// blocks gathered into buffers, and each large file's content by itself
+// (the rendering, not a copy: a node-independent file's bytes are shared
+// by every node's tar). Size is their total length.
+type Tar struct {
+	Pieces [][]byte
+	Size   int64
+}
+
+const (
+	blockSize = 512
+	// ownPiece is the size from which a file's content is a piece of its
+	// own rather than copied into the buffer around it.
+	ownPiece = 16 << 10
+)
+
+// zeros pads a file's content to a block and ends the archive.
+var zeros = make([]byte, 2*blockSize)
+
+// NewTar lays files out as a Tar.
+func NewTar(files []File) (Tar, error) {
+	var t Tar
+	var buf bytes.Buffer
+	flush := func() {
+		if buf.Len() > 0 {
+			t.Pieces = append(t.Pieces, bytes.Clone(buf.Bytes()))
+			t.Size += int64(buf.Len())
+			buf.Reset()
+		}
 	}
-	b.Grow(size)
-	w := tar.NewWriter(&b)
 	for _, f := range files {
+		// A tar.Writer writes a header (PAX records included) as soon as
+		// it is given.
 		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.Path, Mode: int64(f.Mode), Size: int64(len(f.Data)), ModTime: epoch, Format: tar.FormatPAX}
-		if err := w.WriteHeader(h); err != nil {
-			return nil, err
+		if err := tar.NewWriter(&buf).WriteHeader(h); err != nil {
+			return Tar{}, err
 		}
-		if _, err := w.Write(f.Data); err != nil {
-			return nil, err
+		if len(f.Data) < ownPiece {
+			buf.Write(f.Data)
+		} else {
+			flush()
+			t.Pieces = append(t.Pieces, f.Data)
+			t.Size += int64(len(f.Data))
+		}
+		buf.Write(zeros[:(blockSize-len(f.Data)%blockSize)%blockSize])
+	}
+	buf.Write(zeros)
+	flush()
+	return t, nil
+}
+
+// WriteTo writes the archive to w.
+func (t Tar) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, p := range t.Pieces {
+		k, err := w.Write(p)
+		n += int64(k)
+		if err != nil {
+			return n, err
 		}
 	}
-	if err := w.Close(); err != nil {
+	return n, nil
+}
+
+// Bytes is the archive in one slice.
+func (t Tar) Bytes() []byte {
+	b := make([]byte, 0, t.Size)
+	for _, p := range t.Pieces {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// Tarball writes files as a tar (NewTar's, in one slice).
+func Tarball(files []File) ([]byte, error) {
+	t, err := NewTar(files)
+	if err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	return t.Bytes(), nil
 }
 
 // Lookup renders the file at p of a target for an operator: p is a path

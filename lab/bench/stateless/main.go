@@ -69,6 +69,7 @@ type config struct {
 	seed                     uint64
 	capDur                   time.Duration
 	cpuProfile               string
+	profileCold              bool
 }
 
 // nodeCallLimit is appliance/httpapi's bound on one stateless node's calls
@@ -95,6 +96,7 @@ func main() {
 	flag.Uint64Var(&cfg.seed, "seed", 1, "fleet seed (lab/fleet)")
 	flag.DurationVar(&cfg.capDur, "cap", 70*time.Second, "wall-time cap of one run")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the nodes' CPU profiles of the render rounds to PREFIX.n1, .n2, .n3")
+	flag.BoolVar(&cfg.profileCold, "cpuprofile-cold", false, "with -cpuprofile: profile the last cold round only")
 	flag.Parse()
 	if cfg.conns == 0 {
 		cfg.conns = cfg.nodes
@@ -493,10 +495,23 @@ func run(cfg config) error {
 	}
 	logf("render rounds: %d nodes x 2 trees, %d clients; %d cold rounds, %d warm after each", cfg.nodes, cfg.conns, cfg.reps, cfg.warm)
 	for rep := range cfg.reps {
+		profileCold := cfg.cpuProfile != "" && cfg.profileCold && rep == cfg.reps-1
+		signal := func(f func(*vsnginx.Node)) {
+			for _, n := range nodes {
+				f(n)
+			}
+			time.Sleep(200 * time.Millisecond) // the nodes see their signals
+		}
+		if profileCold {
+			signal((*vsnginx.Node).RestartProfile)
+		}
 		if err := change(nodes, rep); err != nil {
 			return fmt.Errorf("change: %w", err)
 		}
 		r := ours(rep)
+		if profileCold {
+			signal((*vsnginx.Node).StopProfile)
+		}
 		logRun("rollcall", "cold", rep, r)
 		cold["rollcall"] = append(cold["rollcall"], r)
 		for w := range cfg.warm {
