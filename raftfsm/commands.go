@@ -138,7 +138,8 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands(), statelessCommands())
+		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands(), statelessCommands(), versionCommands())
+	knownDefault = KnownVersions()
 }
 
 // bodyCodec is implemented by commands whose body is not plain JSON (large

@@ -57,7 +57,13 @@ func (c *NodePut) apply(tx *store.Tx) error {
 	return tx.PutNode(c.Node.record())
 }
 
-func (c *NodeRemove) apply(tx *store.Tx) error { return tx.DeleteNode(c.Name) }
+func (c *NodeRemove) apply(tx *store.Tx) error {
+	if err := tx.DeleteNode(c.Name); err != nil {
+		return err
+	}
+	// A removed node's version report no longer holds the gate shut.
+	return tx.DeleteNodeVersions(c.Name)
+}
 
 func (c *JoinCodeAdd) apply(tx *store.Tx) error { return tx.AddJoinCode(c.Code.record(), c.Now) }
 

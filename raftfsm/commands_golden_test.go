@@ -56,12 +56,17 @@ const goldenDir = "testdata/golden"
 var addedIn = map[string]uint8{
 	"MachineEnlist.AgentMAC": 2,
 	"Commission.AgentMAC":    3,
+	"GateProbe.Seq":          2,
 }
 
 // legacyEncoders write the body of an older version the way the nodes of
 // that version did, from the current representative value. They run only
 // when an older version's golden is missing (a new golden directory).
 var legacyEncoders = map[string]func(Command) ([]byte, error){
+	// Version 1 had no sequence number.
+	"gate-probe.v1": func(c Command) ([]byte, error) {
+		return json.Marshal(&gateProbeV1{Note: c.(*GateProbe).Note})
+	},
 	// Version 1 had no agent MAC.
 	"machine-enlist.v1": func(c Command) ([]byte, error) {
 		e := *c.(*MachineEnlist)
@@ -309,6 +314,9 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		}},
 		&MungeKeySet{Sealed: []byte("sealed munge key bytes"), Now: gt(66)},
 		&ClusterVarsSet{Vars: map[string]string{"slurm_controller": "head1"}, Now: gt(67)},
+		&NodeVersions{Node: "node2", Build: "build-68", Boot: "0123456789abcdef", Types: map[string]uint8{"24": 3, "152": 2}, Formats: map[string]int{"tags": 1}},
+		&GateOpen{Types: map[string]uint8{"152": 2}, Formats: map[string]int{"tags": 2}},
+		&GateProbe{Note: "probe-69", Seq: 69},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

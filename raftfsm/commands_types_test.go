@@ -94,6 +94,10 @@ var pinnedTypes = map[string]struct {
 	"munge-key-set":     {147, 1},
 	"cluster-vars-set":  {148, 1},
 
+	"node-versions": {150, 1},
+	"gate-open":     {151, 1},
+	"gate-probe":    {152, 2},
+
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},
 }

@@ -10,6 +10,14 @@
 // into TagPut and AutoTagsSet, since Apply never evaluates). The Raft node that feeds it, with its transport, forwarding and
 // membership, is raftfsm/cluster.
 //
+// Versions: every body version, command type and record format is behind
+// the cluster version gate (gate.go): a proposer writes only what every
+// member reports it reads, Apply refuses anything above that (no node
+// stops on it), and a stored format change is a format in the gate plus a
+// migration command proposed once it is open — never a store
+// SchemaVersion bump. docs/versions.md tells the discipline and what the
+// first rolling upgrade to a gate-aware build requires.
+//
 // Raft: Ongaro and Ousterhout, "In Search of an Understandable Consensus
 // Algorithm" (2014).
 package raftfsm

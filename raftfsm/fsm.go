@@ -34,6 +34,11 @@ type FSM struct {
 	// between two (swapIfAhead).
 	applyMu sync.Mutex
 	hashes  stateHashes
+
+	// known is what this node reads (nil: the binary's, KnownVersions);
+	// gate caches the open gate (nil: read it from the store).
+	known atomic.Pointer[Versions]
+	gate  atomic.Pointer[gateState]
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -114,6 +119,9 @@ func (f *FSM) applyLogs(logs []*raft.Log, results []any) {
 }
 
 func (f *FSM) applyEntry(tx *store.Tx, data []byte) *Result {
+	if r := f.checkGate(tx, data); r != nil {
+		return r
+	}
 	c, err := Decode(data)
 	if errors.Is(err, errUnknownIgnorable) {
 		f.log.Warn("skipping a command this node does not know (marked ignorable)", "type", data[0])
@@ -128,6 +136,9 @@ func (f *FSM) applyEntry(tx *store.Tx, data []byte) *Result {
 			r.Errs[i] = f.applyEntry(tx, e).Err
 		}
 		return r
+	}
+	if g, ok := c.(*GateOpen); ok {
+		return &Result{Err: g.applyFor(f, tx)}
 	}
 	return &Result{Err: c.apply(tx)}
 }
@@ -150,6 +161,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := f.db.Restore(rc); err != nil {
 		return err
 	}
+	f.gate.Store(nil)
 	idx, _, err := f.db.Applied()
 	if err != nil {
 		return err

@@ -79,7 +79,7 @@ func cmdCluster(args []string, s streams) error {
 
 func printClusterStatus(w io.Writer, v wire.ClusterView) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tROLE\tVOTER\tSTATE\tAPPLIED\tLAST CONTACT")
+	fmt.Fprintln(tw, "NAME\tADDRESS\tROLE\tVOTER\tSTATE\tAPPLIED\tLAST CONTACT\tBUILD")
 	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].ID < v.Members[j].ID })
 	for _, m := range v.Members {
 		role := "follower"
@@ -90,9 +90,14 @@ func printClusterStatus(w io.Writer, v wire.ClusterView) error {
 		if m.Voter {
 			voter = "yes"
 		}
-		state, applied, contact := "unreachable", "-", "-"
+		state, applied, contact, build := "unreachable", "-", "-", "-"
 		if m.Status != nil {
 			state, applied = strings.ToLower(m.Status.State), fmt.Sprint(m.Status.Applied)
+			if m.Status.Build != "" {
+				build = m.Status.Build
+			} else {
+				build = "(no version gate)"
+			}
 			if m.Leader {
 				contact = "-"
 			} else if !m.Status.LastContact.IsZero() {
@@ -102,7 +107,7 @@ func printClusterStatus(w io.Writer, v wire.ClusterView) error {
 		if m.Status != nil && m.Status.Diverged != "" {
 			state = "damaged"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Address, role, voter, state, applied, contact)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Address, role, voter, state, applied, contact, build)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -120,8 +125,24 @@ func printClusterStatus(w io.Writer, v wire.ClusterView) error {
 			}
 		}
 	}
+	printGate(w, v)
 	if v.Leader == "" {
 		fmt.Fprintln(w, "\nno leader: writes fail until a majority of voters is up")
 	}
 	return nil
+}
+
+// printGate says what the version gate waits for, as the leader sees it
+// (the leader decides); nothing when nothing is pending.
+func printGate(w io.Writer, v wire.ClusterView) {
+	for _, m := range v.Members {
+		if !m.Leader || m.Status == nil || m.Status.Gate == nil {
+			continue
+		}
+		g := m.Status.Gate
+		fmt.Fprintf(w, "\nversion gate: %s not open yet\n", strings.Join(g.Pending, ", "))
+		for _, why := range g.Waiting {
+			fmt.Fprintf(w, "  waiting for %s\n", why)
+		}
+	}
 }

@@ -172,9 +172,9 @@ func (c *console) renderCluster() {
 		if m.Voter {
 			voter = "yes"
 		}
-		state, applied, contact := "unreachable", "-", "-"
+		state, applied, contact, build := "unreachable", "-", "-", "-"
 		if m.Status != nil {
-			state, applied = strings.ToLower(m.Status.State), fmt.Sprint(m.Status.Applied)
+			state, applied, build = strings.ToLower(m.Status.State), fmt.Sprint(m.Status.Applied), dash(m.Status.Build)
 			if !m.Leader && !m.Status.LastContact.IsZero() {
 				contact = c.now().Sub(m.Status.LastContact).Round(1e6).String() + " ago"
 			}
@@ -182,9 +182,9 @@ func (c *console) renderCluster() {
 				state = "damaged"
 			}
 		}
-		rows = append(rows, []string{m.ID, role, voter, state, applied, contact, m.Address, dash(http[m.ID])})
+		rows = append(rows, []string{m.ID, role, voter, state, applied, contact, m.Address, dash(http[m.ID]), build})
 	}
-	b.WriteString(grid([]string{"NAME", "ROLE", "VOTER", "STATE", "APPLIED", "CONTACT", "RAFT", "API"}, rows, func(r, col int, s string) string {
+	b.WriteString(grid([]string{"NAME", "ROLE", "VOTER", "STATE", "APPLIED", "CONTACT", "RAFT", "API", "BUILD"}, rows, func(r, col int, s string) string {
 		if col == 3 && (rows[r][3] == "unreachable" || rows[r][3] == "damaged") {
 			return "[red]" + s + "[-]"
 		}
@@ -199,6 +199,12 @@ func (c *console) renderCluster() {
 		}
 		if m.Status != nil && m.Status.Diverged != "" {
 			fmt.Fprintf(&b, "\n [red]%s: %s[-]", esc(m.ID), esc(m.Status.Diverged))
+		}
+		if m.Leader && m.Status != nil && m.Status.Gate != nil {
+			fmt.Fprintf(&b, "\n [yellow]version gate: %s not open yet[-]", esc(strings.Join(m.Status.Gate.Pending, ", ")))
+			for _, w := range m.Status.Gate.Waiting {
+				fmt.Fprintf(&b, "\n   waiting for %s", esc(w))
+			}
 		}
 	}
 	c.clusterTV.SetText(b.String())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/ipam/layout"
+	"github.com/rollcall/rollcall/raftfsm/cluster"
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
 )
@@ -115,7 +116,8 @@ var conversions = []conversion{
 	written(wireAddress),
 	written(wireNode),
 	written(wireMember),
-	written(wireNodeStatus),
+	written(wireNodeStatus).nesting(map[string]string{"gate": "a wire.GateStatus, by wireGate"}),
+	written(func(g cluster.GateStatus) wire.GateStatus { return *wireGate(&g) }),
 	written(wirePart),
 	written(wireExportStats),
 	written(wireExportStatus),

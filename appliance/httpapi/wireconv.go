@@ -130,7 +130,15 @@ func wireNodeStatus(s cluster.NodeStatus) wire.NodeStatus {
 	return wire.NodeStatus{
 		ID: s.ID, Address: s.Address, State: s.State, Leader: s.Leader, Term: s.Term, Applied: s.Applied,
 		Commit: s.Commit, LastContact: s.LastContact, Diverged: s.Diverged, Parts: convert(s.Parts, wirePart), Time: s.Time,
+		Build: s.Build, Gate: wireGate(s.Gate),
 	}
+}
+
+func wireGate(g *cluster.GateStatus) *wire.GateStatus {
+	if g == nil {
+		return nil
+	}
+	return &wire.GateStatus{Pending: g.Pending, Waiting: g.Waiting}
 }
 
 func wirePart(p cluster.Part) wire.Part {

@@ -38,6 +38,12 @@ type NodeStatus struct {
 	Parts    []Part `json:"parts,omitempty"`
 	// Time is the node's clock when it answered.
 	Time time.Time `json:"time,omitzero"`
+	// Build is the node's build version (empty from a node without the
+	// version gate).
+	Build string `json:"build,omitempty"`
+	// Gate is what the node reads that the cluster's version gate has not
+	// opened yet, and whom it waits for; absent when nothing is pending.
+	Gate *GateStatus `json:"gate,omitempty"`
 }
 
 // Part is one long-running service of a node and how it fares.
@@ -120,4 +126,10 @@ type JoinReply struct {
 	MasterKey  string `json:"master_key"` // hex
 	AdminToken string `json:"admin_token,omitempty"`
 	Error      string `json:"error,omitempty"`
+}
+
+// GateStatus is one node's view of the cluster version gate.
+type GateStatus struct {
+	Pending []string `json:"pending,omitempty"` // e.g. "gate-probe v2"
+	Waiting []string `json:"waiting,omitempty"` // the members the gate waits for, and why
 }

@@ -16,6 +16,12 @@ import (
 // leader; either way it returns only once the local store has applied that
 // index, so a read on this node sees the write.
 func (c *Cluster) Apply(ctx context.Context, cmd raftfsm.Command) (uint64, error) {
+	// The version gate picks the body version: the newest one every
+	// member reads (raftfsm/gate.go).
+	cmd, err := c.fsm.ForGate(cmd)
+	if err != nil {
+		return 0, err
+	}
 	data, err := raftfsm.Encode(cmd)
 	if err != nil {
 		return 0, err

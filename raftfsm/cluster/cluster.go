@@ -66,6 +66,12 @@ type Config struct {
 	// StateCheckEvery is how often the leader asks every node to hash and
 	// compare its store (statecheck.go): 10 minutes when zero.
 	StateCheckEvery time.Duration
+	// VersionReportEvery is how often a node renews its version report
+	// while the gate has something it reads shut (gate.go): 20 s when zero.
+	VersionReportEvery time.Duration
+	// Withhold makes the node read command types only up to these body
+	// versions, as an older binary would (tests of the gate).
+	Withhold map[raftfsm.Type]uint8
 
 	Logger *slog.Logger
 }
@@ -89,6 +95,8 @@ type Cluster struct {
 	parts      atomic.Pointer[func() []Part]
 	readTerm   atomic.Uint64 // the term a barrier committed in, for ReadIndex
 	stopChecks context.CancelFunc
+
+	gw gateWatch
 
 	lagMu     sync.Mutex
 	lagAt     time.Time // when leaderIdx was last asked
@@ -145,6 +153,14 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	}
 	fsm, err := raftfsm.NewFSM(db, cfg.Logger)
 	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	for t, v := range cfg.Withhold {
+		fsm.Withhold(t, v)
+	}
+	// A downgrade after the gate opened what this binary cannot read is
+	// refused here, before raft feeds the node an entry it would stop on.
+	if err := fsm.CheckDowngrade(); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c := &Cluster{cfg: cfg, log: cfg.Logger, fsm: fsm, db: db, Metrics: newMetrics()}
@@ -225,6 +241,7 @@ func Open(cfg Config, db *store.DB) (*Cluster, error) {
 	checks, c.stopChecks = context.WithCancel(context.Background())
 	go c.runStateChecks(checks, cfg.StateCheckEvery)
 	go c.sizeLog(checks, sized)
+	go c.runGate(checks)
 	return c, nil
 }
 

@@ -88,7 +88,27 @@ func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
 		})
 	}
 	tc.converge(20 * time.Second)
+	tc.settle(20 * time.Second)
 	return tc
+}
+
+// settle waits until the version gate is open on every running node and no
+// version report is due, so the log takes no entries the test did not make.
+func (tc *testCluster) settle(within time.Duration) {
+	tc.t.Helper()
+	tc.eventually(within, "the version gate opens", func() error {
+		for _, nd := range tc.running() {
+			c := nd.cluster()
+			if p := c.FSM().Pending(); len(p) > 0 {
+				return fmt.Errorf("%s: gate pending %v (%v)", nd.name, p, c.Gate().Waiting)
+			}
+			if c.FSM().ReportsPending() {
+				return fmt.Errorf("%s: a version report is due", nd.name)
+			}
+		}
+		return nil
+	})
+	tc.converge(within)
 }
 
 func (tc *testCluster) newNode(name string, tweak func(*Config)) *testNode {
@@ -109,6 +129,9 @@ func (tc *testCluster) newNode(name string, tweak func(*Config)) *testNode {
 		TLS:        tlsCfg,
 		VerifyPeer: pki.PeerVerified,
 		Logger:     testLogger(name),
+		// Reports renewed quickly, so a fresh cluster's gate opens
+		// within a second (settle waits for it).
+		VersionReportEvery: 100 * time.Millisecond,
 	}
 	if tweak != nil {
 		tweak(&cfg)

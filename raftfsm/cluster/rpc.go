@@ -275,6 +275,10 @@ type NodeStatus struct {
 	// Time is the node's clock when it answered (rollcall doctor compares
 	// the members'); zero from a node that does not say.
 	Time time.Time `json:"time,omitzero"`
+	// Build is the node's build version; Gate what its version gate has
+	// shut and waits for (empty from a node without the gate).
+	Build string      `json:"build,omitempty"`
+	Gate  *GateStatus `json:"gate,omitempty"`
 }
 
 // Part is one long-running service of a node and how it fares.
@@ -296,7 +300,10 @@ func (c *Cluster) LocalStatus() NodeStatus {
 	st := NodeStatus{
 		ID: c.cfg.Name, Address: c.cfg.Advertise, State: c.raft.State().String(),
 		Leader: id, Applied: c.fsm.AppliedIndex(), Commit: c.raft.CommitIndex(),
-		Term: c.raft.CurrentTerm(), Time: time.Now().UTC(),
+		Term: c.raft.CurrentTerm(), Time: time.Now().UTC(), Build: raftfsm.BuildVersion(),
+	}
+	if g := c.Gate(); len(g.Pending) > 0 {
+		st.Gate = &g
 	}
 	if d := c.Diverged(); d != nil {
 		st.Diverged = d.String()

@@ -79,12 +79,24 @@ export function mount(main) {
           { label: 'Applied', get: (m) => num(m.status?.applied_index), cls: 'num' },
           { label: 'Last contact', get: (m) => (m.status?.last_contact ? ago(m.status.last_contact) : '—') },
           { label: 'API', get: (m) => nodes.get(m.id)?.http_addr || '—' },
+          { label: 'Build', get: (m) => m.status?.build || (m.status ? 'no version gate' : '—') },
         ], cv.members || []),
+        gateNote(cv.members || []),
         h('p', { class: 'muted small fingerprint' }, `CA fingerprint ${cv.ca_fingerprint}`));
       if (!health.leader) window.dispatchEvent(new Event('rollcall:unhealthy'));
     } catch (e) {
       if (e.name !== 'AbortError') clusterBox.replaceChildren(errorBox(e));
     }
+  }
+
+  // What the leader's version gate waits for (nothing while nothing is
+  // pending): a new body version is written only once every member reads it.
+  function gateNote(members) {
+    const g = members.find((m) => m.leader)?.status?.gate;
+    if (!g) return '';
+    return h('div', { class: 'gate' },
+      h('p', {}, `Version gate: ${(g.pending || []).join(', ')} not open yet.`),
+      h('ul', {}, ...(g.waiting || []).map((w) => h('li', {}, `waiting for ${w}`))));
   }
 
   // The fleet's newest events (GET /api/v1/events), named from the list.
