@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/lab/fleet"
 	"github.com/rollcall/rollcall/power/ipmi/ipmitest"
@@ -121,6 +122,19 @@ func TestBrowser(t *testing.T) {
 		}
 		if got := b.text(t, `main`); !strings.Contains(got, "ui1") || !strings.Contains(got, "leader") {
 			t.Errorf("overview lacks the cluster: %q", got)
+		}
+		// The CA certificate the overview links to is the one whose
+		// fingerprint it shows.
+		pem, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`fetch(document.querySelector('a.ca-pem').href).then((r) => r.text())`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("fetch the overview's CA certificate link: %v", err)
+		}
+		cert, err := pki.ParseCertPEM([]byte(pem))
+		if err != nil {
+			t.Fatalf("the overview's CA certificate link: %v (%q)", err, pem)
+		}
+		if fp := pki.FingerprintHex(cert); !strings.Contains(b.text(t, `.fingerprint`), fp) {
+			t.Errorf("the overview shows %q, the linked CA certificate's fingerprint is %s", b.text(t, `.fingerprint`), fp)
 		}
 	})
 

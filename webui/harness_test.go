@@ -60,6 +60,7 @@ func startEnvConfig(t testing.TB, config string) *env {
 	})
 	mux.Handle("/api/", proxy)
 	mux.Handle("/images/", proxy)
+	mux.Handle("/ca.pem", proxy)
 	mux.Handle("/", page)
 	e.ui = httptest.NewServer(mux)
 	t.Cleanup(e.ui.Close)

@@ -33,6 +33,7 @@ Cluster:
   rollcall cluster remove NAME           remove a node from the cluster
   rollcall cluster check                 every node hashes its store at one index and compares
   rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
+  rollcall ca show [-json]               the cluster CA: SHA-256 fingerprint, subject, validity, PEM
   rollcall doctor [-json]                the node's checks (Raft, members' clocks, services, disk,
                                          certificates, commissioning image, DHCP interfaces); exit 1 on a failure
 
@@ -139,6 +140,7 @@ var verbs = map[string]verb{
 	// cluster.go
 	"cluster": {run: cmdCluster},
 	"doctor":  {run: cmdDoctor}, // doctor.go
+	"ca":      {run: cmdCA},     // ca.go
 	// machine.go
 	"list":         {run: cmdList},
 	"show":         {run: cmdShow},

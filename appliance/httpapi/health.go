@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"time"
@@ -67,5 +68,15 @@ func (s *Server) getHealth(c *gin.Context) error {
 // clients fetch it and accept it only by its SHA-256 fingerprint.
 func (s *Server) getCA(c *gin.Context) error {
 	c.Data(http.StatusOK, "application/x-pem-file", s.cfg.CAPEM)
+	return nil
+}
+
+// getCAView describes the cluster CA certificate (never its key).
+func (s *Server) getCAView(c *gin.Context) error {
+	ca, err := x509.ParseCertificate(s.cfg.CACert)
+	if err != nil {
+		return fmt.Errorf("the cluster CA certificate: %w", err)
+	}
+	c.JSON(http.StatusOK, wireCA(ca, s.cfg.CAPEM))
 	return nil
 }

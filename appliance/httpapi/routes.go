@@ -59,6 +59,7 @@ func (s *Server) coreRoutes() []Route {
 		{"POST", "/api/v1/boot-tokens", AuthAdmin, "mint the agent token a boot script hands one MAC", wire.BootTokenRequest{}, s.postBootToken},
 
 		{"GET", "/api/v1/cluster", AuthAdmin, "members, voters, leader, applied index, last contact", nil, s.getCluster},
+		{"GET", "/api/v1/ca", AuthNone, "the cluster CA: fingerprint, subject, serial, validity, path length and PEM (public, as /ca.pem)", nil, s.getCAView},
 		{"POST", "/api/v1/cluster/join-codes", AuthAdmin, "a one-time join code for a new node", wire.JoinCodeRequest{}, s.postJoinCode},
 		{"DELETE", "/api/v1/cluster/members/:name", AuthAdmin, "remove a node from the cluster", nil, s.deleteMember},
 		{"POST", "/api/v1/cluster/members/:name/repair", AuthAdmin, "rebuild a node's store from the leader's (after a consistency check found it damaged)", nil, s.postRepair},

@@ -234,7 +234,7 @@ var unconverted = map[string]string{
 	"PowerRequest": "a request", "BootdevRequest": "a request", "BMCRequest": "a request", "ExportRequest": "a request",
 	"BootTokenRequest": "a request", "JoinRequest": "a request between nodes",
 	"EnlistReply": "written by its handler", "CommissionReply": "written by its handler", "BMCHintReply": "written from the configuration's hint",
-	"JoinCodeView": "written from the minted code", "BootTokenReply": "written from the minted token", "JoinReply": "written by the join listener",
+	"JoinCodeView": "written from the minted code", "CAView": "written from the CA certificate by wireCA", "BootTokenReply": "written from the minted token", "JoinReply": "written by the join listener",
 	"Health": "written by its handler", "Removed": "one name", "Repaired": "written by its handler", "CheckReply": "one index",
 	"Deleted": "one name", "ErrorReply": "the error path's", "ErrorDetail": "the error path's",
 	"ExportReply": "the export's node and target around ExportStats", "ExportStatusView": "the role around ExportStatus",

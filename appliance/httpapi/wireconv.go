@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"crypto/x509"
+
+	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/power"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
@@ -131,6 +134,17 @@ func wireNodeStatus(s cluster.NodeStatus) wire.NodeStatus {
 		ID: s.ID, Address: s.Address, State: s.State, Leader: s.Leader, Term: s.Term, Applied: s.Applied,
 		Commit: s.Commit, LastContact: s.LastContact, Diverged: s.Diverged, Parts: convert(s.Parts, wirePart), Time: s.Time,
 		Build: s.Build, Gate: wireGate(s.Gate),
+	}
+}
+
+func wireCA(ca *x509.Certificate, certPEM []byte) wire.CAView {
+	pathLen := ca.MaxPathLen
+	if !ca.MaxPathLenZero && pathLen == 0 {
+		pathLen = -1
+	}
+	return wire.CAView{
+		Fingerprint: pki.FingerprintHex(ca), Subject: ca.Subject.String(), Serial: ca.SerialNumber.Text(16),
+		NotBefore: ca.NotBefore.UTC(), NotAfter: ca.NotAfter.UTC(), MaxPathLen: pathLen, PEM: string(certPEM),
 	}
 }
 

@@ -11,6 +11,20 @@ type ClusterView struct {
 	Nodes         []Node   `json:"nodes"`          // the nodes on record
 }
 
+// CAView is the cluster CA's certificate, for rollcall ca show: what an
+// operator compares with the fingerprint a client pinned.
+type CAView struct {
+	Fingerprint string    `json:"fingerprint"` // SHA-256 of the DER, hex
+	Subject     string    `json:"subject"`
+	Serial      string    `json:"serial"` // hex
+	NotBefore   time.Time `json:"not_before"`
+	NotAfter    time.Time `json:"not_after"`
+	// MaxPathLen is the chain depth the root allows below it (-1: not
+	// limited; 0: it signs leaf certificates only).
+	MaxPathLen int    `json:"max_path_len"`
+	PEM        string `json:"pem"`
+}
+
 // Member is one Raft member, with the status it reported if it answered.
 type Member struct {
 	ID        string      `json:"id"`

@@ -82,7 +82,8 @@ export function mount(main) {
           { label: 'Build', get: (m) => m.status?.build || (m.status ? 'no version gate' : '—') },
         ], cv.members || []),
         gateNote(cv.members || []),
-        h('p', { class: 'muted small fingerprint' }, `CA fingerprint ${cv.ca_fingerprint}`));
+        h('p', { class: 'muted small fingerprint' }, `CA fingerprint ${cv.ca_fingerprint} · `,
+          h('a', { href: '/ca.pem', download: 'rollcall-ca.pem', class: 'ca-pem' }, 'CA certificate')));
       if (!health.leader) window.dispatchEvent(new Event('rollcall:unhealthy'));
     } catch (e) {
       if (e.name !== 'AbortError') clusterBox.replaceChildren(errorBox(e));
