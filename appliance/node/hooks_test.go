@@ -58,3 +58,12 @@ func PublicError(msg string, cause error) error { return public(msg, cause) }
 
 // SetExport makes r the node's PostgreSQL mirror, as postgres_export does.
 func (n *Node) SetExport(r *pgexport.Runner) { n.export.Store(r) }
+
+// NodeCert is the node certificate the node presents to its peers now.
+func (n *Node) NodeCert() *x509.Certificate { return n.peerCert.Leaf() }
+
+// RenewNodeCert renews the node certificate as the node would at now.
+func (n *Node) RenewNodeCert(now time.Time) error { return n.renewNodeCert(now) }
+
+// FinishCertSwap completes an interrupted renewal's files, as a start does.
+func (n *Node) FinishCertSwap() error { return n.finishCertSwap() }

@@ -10,7 +10,6 @@ package node
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -70,6 +69,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Raft tuning for tests; zero keeps raftfsm's defaults.
 	RaftTune func(*cluster.Config)
+	// Node certificate timing for tests; zero keeps a year's validity,
+	// renewal a month before the end and a check every hour.
+	NodeCertTTL, NodeCertRenewAhead, NodeCertCheckEvery time.Duration
 }
 
 // Files in the data directory.
@@ -132,6 +134,8 @@ type Node struct {
 	https     *http.Server
 	httpsLn   net.Listener
 	httpsCert atomic.Pointer[httpsCert]
+	peerCert  *pki.PeerCert // the node certificate, renewed in place (certs.go)
+	certMu    sync.Mutex    // held by a node certificate renewal
 	closing   chan struct{}
 
 	pendingCAKey []byte // sealed CA key between createIdentity and bootstrap
@@ -298,6 +302,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 		n.sup.run("tftp", n.tftpPart([]string{t}, srv, errc))
 	}
+	n.sup.run("node-cert", n.keepNodeCert)
 	n.sup.run("image-sync", n.boot.Run)
 	n.sup.run("os-sync", n.os.Run)
 	n.sup.run("bmc-jobs", n.jobs.Run)
@@ -329,7 +334,7 @@ func (n *Node) createIdentity() error {
 	if err != nil {
 		return err
 	}
-	cert, certKey, err := ca.IssueNode(n.opts.Name, n.hosts(), now, nodeCertTTL)
+	cert, certKey, err := ca.IssueNode(n.opts.Name, n.hosts(), now, n.nodeCertTTL())
 	if err != nil {
 		return err
 	}
@@ -415,23 +420,13 @@ func (n *Node) loadIdentity() error {
 	return nil
 }
 
-func (n *Node) peerTLS() (*tls.Config, error) {
-	cert, err := os.ReadFile(n.path(dirTLS, fileCert))
-	if err != nil {
-		return nil, fmt.Errorf("load node certificate: %w", err)
-	}
-	key, err := os.ReadFile(n.path(dirTLS, fileKey))
-	if err != nil {
-		return nil, fmt.Errorf("load node key: %w", err)
-	}
-	return pki.PeerTLS(n.caPEM, cert, key)
-}
-
 func (n *Node) startCluster() error {
-	tlsCfg, err := n.peerTLS()
+	pc, err := n.loadPeerCert()
 	if err != nil {
 		return err
 	}
+	n.peerCert = pc
+	tlsCfg := pc.Config()
 	cfg := cluster.Config{
 		Name:       n.opts.Name,
 		Dir:        n.path(dirRaft),

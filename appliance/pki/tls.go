@@ -6,10 +6,77 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 )
 
 // PeerTLS returns the tls.Config a node uses for node-to-node traffic, both
-// when it listens and when it dials.
+// when it listens and when it dials, holding certPEM for good. A node whose
+// certificate is renewed while it runs uses NewPeerCert and its Config.
+func PeerTLS(caCertPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
+	p, err := NewPeerCert(caCertPEM, certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return p.Config(), nil
+}
+
+// PeerCert is a node's current certificate under the cluster CA. The
+// configs Config returns read it at every handshake, so Set takes effect
+// on the next connection without a restart; open connections keep the
+// certificate they were made with.
+type PeerCert struct {
+	ca   *x509.Certificate
+	pool *x509.CertPool
+	cur  atomic.Pointer[tls.Certificate]
+}
+
+// NewPeerCert checks certPEM and keyPEM against the CA (see Set) and holds
+// them.
+func NewPeerCert(caCertPEM, certPEM, keyPEM []byte) (*PeerCert, error) {
+	caCert, err := ParseCertPEM(caCertPEM)
+	if err != nil {
+		return nil, fmt.Errorf("peer tls: ca: %w", err)
+	}
+	p := &PeerCert{ca: caCert, pool: x509.NewCertPool()}
+	p.pool.AddCert(caCert)
+	if err := p.Set(certPEM, keyPEM); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Set replaces the certificate. It refuses a pair whose key does not match
+// and a certificate the cluster CA did not sign, leaving the old one in
+// place. Only the signature is checked, not validity dates: a node whose
+// clock is off should still start and report handshake errors, but a
+// certificate from another cluster is a configuration mistake.
+func (p *PeerCert) Set(certPEM, keyPEM []byte) error {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("peer tls: node certificate and key: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return fmt.Errorf("peer tls: node certificate: %w", err)
+	}
+	if err := leaf.CheckSignatureFrom(p.ca); err != nil {
+		return fmt.Errorf("peer tls: node certificate is not signed by the cluster ca: %w", err)
+	}
+	pair.Leaf = leaf
+	// The chain carries the CA certificate after the leaf, so a joining
+	// node that pins the CA fingerprint (PinnedTLS) can find it.
+	if !slices.ContainsFunc(pair.Certificate[1:], func(der []byte) bool { return bytes.Equal(der, p.ca.Raw) }) {
+		pair.Certificate = append(pair.Certificate, p.ca.Raw)
+	}
+	p.cur.Store(&pair)
+	return nil
+}
+
+// Leaf is the certificate held now.
+func (p *PeerCert) Leaf() *x509.Certificate { return p.cur.Load().Leaf }
+
+// Config is the node-to-node tls.Config on the held certificate.
 //
 // As a server it asks for, but does not require, a client certificate signed
 // by the CA: a node that is joining has no certificate yet and must still be
@@ -22,47 +89,15 @@ import (
 // their certificates need not name that address. Any extended key usage is
 // accepted there because trust comes from the CA, not the EKU.
 //
-// The server's chain carries the CA certificate after the leaf, so a joining
-// node that pins the CA fingerprint (PinnedTLS) can find it. NextProtos is
-// left empty for the caller to set.
-func PeerTLS(caCertPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	caCert, err := ParseCertPEM(caCertPEM)
-	if err != nil {
-		return nil, fmt.Errorf("peer tls: ca: %w", err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("peer tls: node certificate and key: %w", err)
-	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		return nil, fmt.Errorf("peer tls: node certificate: %w", err)
-	}
-	// Only the signature is checked here, not validity dates: a node whose
-	// clock is off should still start and report handshake errors, but a
-	// certificate from another cluster is a configuration mistake.
-	if err := leaf.CheckSignatureFrom(caCert); err != nil {
-		return nil, fmt.Errorf("peer tls: node certificate is not signed by the cluster ca: %w", err)
-	}
-	pair.Leaf = leaf
-	hasCA := false
-	for _, der := range pair.Certificate[1:] {
-		if bytes.Equal(der, caCert.Raw) {
-			hasCA = true
-		}
-	}
-	if !hasCA {
-		pair.Certificate = append(pair.Certificate, caCert.Raw)
-	}
-
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-
+// NextProtos is left empty for the caller to set.
+func (p *PeerCert) Config() *tls.Config {
+	current := func() *tls.Certificate { return p.cur.Load() }
 	return &tls.Config{
-		Certificates:       []tls.Certificate{pair},
-		ClientCAs:          pool,
-		ClientAuth:         tls.VerifyClientCertIfGiven,
-		InsecureSkipVerify: true, // replaced by VerifyConnection below
+		GetCertificate:       func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current(), nil },
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return current(), nil },
+		ClientCAs:            p.pool,
+		ClientAuth:           tls.VerifyClientCertIfGiven,
+		InsecureSkipVerify:   true, // replaced by VerifyConnection below
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			// VerifyConnection runs on both sides. A server sees no peer
 			// certificates when a joining node connects without one, which
@@ -72,13 +107,13 @@ func PeerTLS(caCertPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 			if len(cs.PeerCertificates) == 0 {
 				return nil
 			}
-			if _, err := verifyChain(cs.PeerCertificates, pool); err != nil {
+			if _, err := verifyChain(cs.PeerCertificates, p.pool); err != nil {
 				return fmt.Errorf("peer tls: peer certificate: %w", err)
 			}
 			return nil
 		},
 		MinVersion: tls.VersionTLS13,
-	}, nil
+	}
 }
 
 // PeerVerified reports whether a completed server-side connection carries a
