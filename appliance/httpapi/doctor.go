@@ -193,9 +193,9 @@ func (s *Server) doctorCerts(d *doctor, now time.Time) {
 		name := fmt.Sprintf("%s (%s)", filepath.Base(f), cert.Subject.CommonName)
 		switch {
 		case left <= 0:
-			d.add("certificates", wire.DoctorFail, "issue a new one (node certificates: remove and join the node again)", "%s ended %s", name, cert.NotAfter.UTC().Format(time.DateOnly))
+			d.add("certificates", wire.DoctorFail, "the node renews its node and HTTPS certificates a month before they end (checked hourly and at start): its log says why this one was not renewed; the CA itself is not renewed yet", "%s ended %s", name, cert.NotAfter.UTC().Format(time.DateOnly))
 		case left < doctorCertWarn:
-			d.add("certificates", wire.DoctorWarn, "renew it before it ends", "%s ends in %d days (%s)", name, int(left.Hours()/24), cert.NotAfter.UTC().Format(time.DateOnly))
+			d.add("certificates", wire.DoctorWarn, "the node renews it inside its last month (hourly check): if this stays, its log says why it was not renewed", "%s ends in %d days (%s)", name, int(left.Hours()/24), cert.NotAfter.UTC().Format(time.DateOnly))
 		default:
 			d.add("certificates", wire.DoctorOK, "", "%s good until %s", name, cert.NotAfter.UTC().Format(time.DateOnly))
 		}
