@@ -4,7 +4,7 @@ BIN      := bin/rollcall
 PKGS     := ./...
 GOFLAGS_BUILD := -trimpath -ldflags="-s -w"
 
-.PHONY: all build run test unit e2e e2e-full e2e-iso bench lint fmt-check vet fuzz clean image image-compute deploy-image iso
+.PHONY: all build run test unit e2e e2e-full e2e-iso e2e-versions bench lint fmt-check vet fuzz clean image image-compute deploy-image iso
 
 all: build
 
@@ -41,6 +41,13 @@ e2e: build image deploy-image stateless-image
 # minutes, build included, so it is part of make e2e.
 e2e-iso: image
 	$(GO) test -count=1 -timeout 20m -tags e2e_iso -run TestBootISO -v ./buildroot/
+
+# A rolling upgrade from the last build before the version gate (built
+# from this checkout's history in a git worktree) to this one, under
+# write load (lab/e2e/versions_test.go). Not part of `make test`: a
+# shallow checkout lacks the old commit. A few minutes.
+e2e-versions:
+	$(GO) test -count=1 -timeout 20m -tags e2e,e2e_versions -run TestRollingUpgradeAcrossTheGate -v ./lab/e2e/
 
 # The slow end-to-end tests, not part of `make test`: a Debian root with the
 # real cloud-init (mmdebstrap from Debian's packages, a few minutes, cached

@@ -58,6 +58,7 @@ func freePort(t *testing.T) string {
 
 type proc struct {
 	name, data, http, raft string
+	bin                    string // the binary to run; the current build when empty
 	cmd                    *exec.Cmd
 	log                    *bytes.Buffer
 	done                   chan error
@@ -66,7 +67,11 @@ type proc struct {
 func (n *proc) start(t *testing.T, extra ...string) {
 	t.Helper()
 	args := append([]string{"serve", "-data", n.data, "-name", n.name, "-http", n.http, "-raft", n.raft, "-os-sync=false"}, extra...)
-	n.cmd = exec.Command(binary, args...)
+	bin := binary
+	if n.bin != "" {
+		bin = n.bin
+	}
+	n.cmd = exec.Command(bin, args...)
 	n.log = &bytes.Buffer{}
 	w := &lockedWriter{w: n.log}
 	n.cmd.Stdout, n.cmd.Stderr = w, w
