@@ -296,34 +296,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	// Restart the killed node on its data: it rejoins and catches up.
 	leader.start(t)
 	leader.waitHealthy(t)
-	var idx uint64
-	for _, n := range nodes {
-		if n == leader {
-			continue
-		}
-		var h struct {
-			Applied uint64 `json:"applied_index"`
-		}
-		call(n, "", http.MethodGet, "/api/v1/health", nil, &h)
-		idx = max(idx, h.Applied)
-	}
-	for _, n := range nodes {
-		var list struct {
-			Machines []struct{ ID string } `json:"machines"`
-		}
-		if _, err := call(n, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d", idx), nil, &list); err != nil {
-			t.Fatalf("list on %s: %v", n.name, err)
-		}
-		have := map[string]bool{}
-		for _, m := range list.Machines {
-			have[m.ID] = true
-		}
-		for id := range acked {
-			if !have[id] {
-				t.Fatalf("%s lost acknowledged write %s", n.name, id)
-			}
-		}
-	}
+	requireAcked(t, nodes, token, acked)
 
 	// Remove a node: the others go on as a two-node cluster.
 	victim := nodes[2]
@@ -355,6 +328,37 @@ func TestClusterOfProcesses(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("node with a corrupt store did not refuse to start")
+	}
+}
+
+// requireAcked fails unless every node lists every acknowledged machine,
+// read at the highest index any node has applied.
+func requireAcked(t *testing.T, nodes []*proc, token string, acked map[string]bool) {
+	t.Helper()
+	var idx uint64
+	for _, n := range nodes {
+		var h struct {
+			Applied uint64 `json:"applied_index"`
+		}
+		call(n, "", http.MethodGet, "/api/v1/health", nil, &h)
+		idx = max(idx, h.Applied)
+	}
+	for _, n := range nodes {
+		var list struct {
+			Machines []struct{ ID string } `json:"machines"`
+		}
+		if _, err := call(n, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d", idx), nil, &list); err != nil {
+			t.Fatalf("list on %s: %v", n.name, err)
+		}
+		have := map[string]bool{}
+		for _, m := range list.Machines {
+			have[m.ID] = true
+		}
+		for id := range acked {
+			if !have[id] {
+				t.Fatalf("%s lost acknowledged write %s", n.name, id)
+			}
+		}
 	}
 }
 

@@ -217,32 +217,7 @@ func TestRollingUpgradeAcrossTheGate(t *testing.T) {
 	wg.Wait()
 	alive()
 
-	// Every acknowledged write on every node.
-	var idx uint64
-	for _, n := range nodes {
-		var h struct {
-			Applied uint64 `json:"applied_index"`
-		}
-		call(n, "", http.MethodGet, "/api/v1/health", nil, &h)
-		idx = max(idx, h.Applied)
-	}
-	for _, n := range nodes {
-		var list struct {
-			Machines []struct{ ID string } `json:"machines"`
-		}
-		if _, err := call(n, token, http.MethodGet, fmt.Sprintf("/api/v1/machines?min_index=%d", idx), nil, &list); err != nil {
-			t.Fatalf("list on %s: %v", n.name, err)
-		}
-		have := map[string]bool{}
-		for _, m := range list.Machines {
-			have[m.ID] = true
-		}
-		for id := range acked {
-			if !have[id] {
-				t.Fatalf("%s lost acknowledged write %s", n.name, id)
-			}
-		}
-	}
+	requireAcked(t, nodes, token, acked)
 	if len(acked) < 50 {
 		t.Fatalf("only %d writes acknowledged during the roll (%d failed): the load did not run", len(acked), failed)
 	}
