@@ -92,11 +92,16 @@ func newTestCluster(t testing.TB, n int, tweak func(*Config)) *testCluster {
 	return tc
 }
 
-// settle waits until the version gate is open on every running node and no
-// version report is due, so the log takes no entries the test did not make.
+// settle waits until the version gate is open on every running node, no
+// version report is due, and the log stays still for three report
+// intervals (a report proposed just before the gate opened may still be
+// in flight), so the log takes no entries the test did not make.
 func (tc *testCluster) settle(within time.Duration) {
 	tc.t.Helper()
-	tc.eventually(within, "the version gate opens", func() error {
+	quiet := 3 * tc.nodes[0].cfg.VersionReportEvery
+	tc.eventually(within, "the version gate opens and the log is still", func() error {
+		lead := tc.leader(within)
+		before := lead.cluster().FSM().AppliedIndex()
 		for _, nd := range tc.running() {
 			c := nd.cluster()
 			if p := c.FSM().Pending(); len(p) > 0 {
@@ -105,6 +110,10 @@ func (tc *testCluster) settle(within time.Duration) {
 			if c.FSM().ReportsPending() {
 				return fmt.Errorf("%s: a version report is due", nd.name)
 			}
+		}
+		time.Sleep(quiet)
+		if after := lead.cluster().FSM().AppliedIndex(); after != before {
+			return fmt.Errorf("the log moved from %d to %d", before, after)
 		}
 		return nil
 	})
