@@ -43,6 +43,8 @@ type DB struct {
 
 	changed Notifier
 	tables  tableNotifier
+
+	machines *machineCache
 }
 
 // Open opens (or creates) the store file at path, checks that it is a
@@ -68,7 +70,7 @@ func Open(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &DB{path: path, db: db}, nil
+	return &DB{path: path, db: db, machines: newMachineCache()}, nil
 }
 
 func boltOptions() *bolt.Options {
@@ -149,7 +151,7 @@ func (d *DB) View(fn func(*Tx) error) error {
 	if d.db == nil {
 		return errors.New("store is closed")
 	}
-	return d.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return d.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, machines: d.machines}) })
 }
 
 // Update runs fn in one read-write transaction. Only the state machine calls
@@ -172,7 +174,7 @@ func (d *DB) update(fn func(*Tx) error) (uint32, error) {
 	}
 	var changed uint32
 	err := d.db.Update(func(btx *bolt.Tx) error {
-		tx := &Tx{tx: btx, write: true}
+		tx := &Tx{tx: btx, write: true, machines: d.machines}
 		err := fn(tx)
 		changed = tx.touched
 		return err

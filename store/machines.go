@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,14 +176,11 @@ func ikey(value, id string) []byte { return []byte(value + "\x00" + id) }
 
 // Machine returns the machine with this ID.
 func (t *Tx) Machine(id string) (Machine, error) {
-	var m Machine
-	if err := t.getJSON(bucketMachines, id, &m); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return m, Errorf(ErrNotFound, "machine %q", id)
-		}
-		return m, err
+	raw := t.tx.Bucket(bucketMachines).Get([]byte(id))
+	if raw == nil {
+		return Machine{}, Errorf(ErrNotFound, "machine %q", id)
 	}
-	return m, nil
+	return t.decodeMachine(id, raw)
 }
 
 // MachineByRef finds a machine by ID or by name.
@@ -268,11 +267,15 @@ func (t *Tx) Machines(f MachineFilter) ([]Machine, error) {
 		}
 		return out, nil
 	}
-	err := forEachJSON(t, bucketMachines, "", func(_ string, m *Machine) error {
-		out = append(out, *m)
-		return nil
-	})
-	return out, err
+	c := t.tx.Bucket(bucketMachines).Cursor()
+	for k, raw := c.First(); k != nil; k, raw = c.Next() {
+		m, err := t.decodeMachine(string(k), raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // CountMachines returns the number of machine records.
@@ -315,7 +318,10 @@ func (t *Tx) ReplaceMachine(old, m Machine) error {
 // putMachine writes m over old (nil: a new record).
 func (t *Tx) putMachine(old *Machine, m Machine) error {
 	var err error
-	if m.Name != "" {
+	// A name or MAC the record already held is its own: the index let
+	// nobody else take it since. Only new ones are looked up (a tag save
+	// rewrites 10,000 machines and changes neither).
+	if m.Name != "" && (old == nil || old.Name != m.Name) {
 		for _, id := range t.lookup(bucketMachineByName, m.Name) {
 			if id != m.ID {
 				return Errorf(ErrConflict, "name %q is taken by %s", m.Name, id)
@@ -323,6 +329,9 @@ func (t *Tx) putMachine(old *Machine, m Machine) error {
 		}
 	}
 	for _, mac := range m.MACs {
+		if old != nil && slices.Contains(old.MACs, mac) {
+			continue
+		}
 		for _, id := range t.lookup(bucketMachineByMAC, mac) {
 			if id != m.ID {
 				return Errorf(ErrConflict, "mac %s belongs to %s", mac, id)
@@ -330,8 +339,21 @@ func (t *Tx) putMachine(old *Machine, m Machine) error {
 		}
 	}
 	m.Index = t.Index
-	if err := t.putJSON(bucketMachines, m.ID, m); err != nil {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", bucketMachines, m.ID, err)
+	}
+	if err := t.tx.Bucket(bucketMachines).Put([]byte(m.ID), raw); err != nil {
 		return err
+	}
+	if t.machines != nil {
+		// What it will decode to when read, when that is certain (see
+		// decodesAs): a tag save reads back the machines it writes.
+		if d, ok := m.clone().decodesAs(); ok {
+			t.machines.put(m.ID, raw, d)
+		} else {
+			t.machines.drop(m.ID)
+		}
 	}
 	if old != nil {
 		err = t.reindex(*old, m)
@@ -362,6 +384,9 @@ func (t *Tx) DeleteMachine(id string) error {
 	if err := t.del(bucketMachines, id); err != nil {
 		return err
 	}
+	if t.machines != nil {
+		t.machines.drop(id)
+	}
 	if err := t.deletePrefix(bucketEvents, id+"\x00"); err != nil {
 		return err
 	}
@@ -391,7 +416,9 @@ type indexEntry struct {
 	value  string
 }
 
-func (e indexEntry) key() string { return string(e.bucket) + "\x00" + e.value }
+func (e indexEntry) same(o indexEntry) bool {
+	return e.value == o.value && bytes.Equal(e.bucket, o.bucket)
+}
 
 // BMC is a machine's baseboard management controller as Rollcall knows it.
 // PasswordSealed is AES-256-GCM under the cluster master key; no API answer
@@ -497,16 +524,10 @@ func (t *Tx) index(m Machine) error {
 // their tag entries, not their MAC, name and state entries.
 func (t *Tx) reindex(old, m Machine) error {
 	before, after := machineIndexes(old), machineIndexes(m)
-	was := make(map[string]bool, len(before))
+	// A machine has a few dozen entries at most: comparing each with each
+	// costs less than the maps of keys it would take otherwise.
 	for _, e := range before {
-		was[e.key()] = true
-	}
-	is := make(map[string]bool, len(after))
-	for _, e := range after {
-		is[e.key()] = true
-	}
-	for _, e := range before {
-		if is[e.key()] {
+		if slices.ContainsFunc(after, e.same) {
 			continue
 		}
 		if b := t.tx.Bucket(e.bucket); b != nil {
@@ -516,7 +537,7 @@ func (t *Tx) reindex(old, m Machine) error {
 		}
 	}
 	for _, e := range after {
-		if was[e.key()] {
+		if slices.ContainsFunc(before, e.same) {
 			continue
 		}
 		if err := t.ensureBuckets(e.bucket); err != nil {

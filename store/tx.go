@@ -21,6 +21,10 @@ type Tx struct {
 	// with it.
 	Index uint64
 
+	// machines, when not nil, keeps machine records decoded (see
+	// machineCache); the DB's transactions share one.
+	machines *machineCache
+
 	prunedAt uint64 // the Index the change log was last pruned for
 	touched  uint32 // tables changed (tableBit), for DB.WatchTables
 }

@@ -39,7 +39,28 @@ type listCache struct {
 	index uint64 // the machines table index the rows reflect
 	rows  map[string]*listRow
 	order []*listRow // by ID
-	full  *sharedAnswer
+
+	// answers are the lists sent at index answersAt, by query: the
+	// unfiltered one that every watcher asks for, and the filtered ones
+	// a page of the web UI or a script repeats. Bounded by maxShared.
+	answers     map[listQuery]*sharedAnswer
+	answersAt   uint64
+	answerBytes int
+}
+
+// maxSharedBytes and maxSharedAnswers bound the answers kept for one
+// index: a few copies of a 10,000-machine list, a few dozen questions (a
+// client asking a new ?q= each time gets its answer, uncached).
+const (
+	maxSharedBytes   = 64 << 20
+	maxSharedAnswers = 64
+)
+
+// listQuery is one list request's question: filters and paging.
+type listQuery struct {
+	f     listFilter
+	limit int
+	after string
 }
 
 func newRow(m store.Machine) (*listRow, error) {
@@ -230,30 +251,68 @@ func (a *sharedAnswer) gz() []byte {
 
 // fullList is the unfiltered machine list as of the store's current index.
 func (lc *listCache) fullList(db *store.DB) (*sharedAnswer, error) {
+	return lc.answer(db, listQuery{})
+}
+
+// answer is the list q asks for as of the store's current index, encoded
+// once per index and shared by every request that asks the same.
+func (lc *listCache) answer(db *store.DB, q listQuery) (*sharedAnswer, error) {
 	rows, index, err := lc.snapshot(db)
 	if err != nil {
 		return nil, err
 	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if a := lc.full; a != nil && a.index == index {
+	if a := lc.answers[q]; a != nil && a.index == index {
 		return a, nil
 	}
+	a := &sharedAnswer{index: index, body: q.render(rows, index)}
+	if index >= lc.index { // not overtaken by a newer snapshot
+		if lc.answers == nil || lc.answersAt != index {
+			lc.answers, lc.answersAt, lc.answerBytes = map[listQuery]*sharedAnswer{}, index, 0
+		}
+		if q == (listQuery{}) || lc.answerBytes+len(a.body) <= maxSharedBytes && len(lc.answers) < maxSharedAnswers {
+			lc.answers[q] = a
+			lc.answerBytes += len(a.body)
+		}
+	}
+	return a, nil
+}
+
+// render writes the wire.MachineList shape around the rows' JSON: the
+// rows q picks, in a buffer of the answer's size (a guess from the whole
+// fleet would allocate 11 MB for every filtered list of 10,000
+// machines).
+func (q listQuery) render(rows []*listRow, index uint64) []byte {
+	var picked []*listRow
+	size, next := 64, ""
+	start, _ := slices.BinarySearchFunc(rows, q.after, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
+	for _, r := range rows[start:] {
+		if q.after != "" && r.id <= q.after || !q.f.keep(r) {
+			continue
+		}
+		if q.limit > 0 && len(picked) == q.limit {
+			break
+		}
+		picked = append(picked, r)
+		size += len(r.body()) + 1
+		next = r.id
+	}
 	var buf bytes.Buffer
-	buf.Grow(64 + len(rows)*1100)
+	buf.Grow(size + len(next))
 	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
-	for i, r := range rows {
+	for i, r := range picked {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		buf.Write(r.body())
 	}
-	buf.WriteString("]}")
-	a := &sharedAnswer{index: index, body: buf.Bytes()}
-	if index >= lc.index {
-		lc.full = a
+	buf.WriteString("]")
+	if q.limit > 0 && len(picked) == q.limit && next != "" && hasMore(rows, next, q.f) {
+		fmt.Fprintf(&buf, `,"next":%q`, next)
 	}
-	return a, nil
+	buf.WriteString("}")
+	return buf.Bytes()
 }
 
 // writeShared sends a shared answer, gzipped when the client accepts it.

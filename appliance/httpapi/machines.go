@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -109,56 +107,20 @@ func (s *Server) listMachines(c *gin.Context) error {
 			return FieldError("rack", "%s", store.Public(err))
 		}
 	}
-	if f.none() && limit == 0 && after == "" {
-		// The whole list, the one every watcher asks for: encoded (and
-		// gzipped) once per change and shared by every request.
-		full, err := s.machines.fullList(s.cfg.DB)
-		if err != nil {
-			return err
-		}
-		setIndex(c, full.index)
-		writeShared(c, full)
-		return nil
-	}
-	rows, index, err := s.machines.snapshot(s.cfg.DB)
+	// Encoded (and gzipped) once per change and shared by every request
+	// that asks the same: the whole list is the one every watcher asks for.
+	a, err := s.machines.answer(s.cfg.DB, listQuery{f: f, limit: limit, after: after})
 	if err != nil {
 		return err
 	}
-	// The rows' JSON is ready: write the wire.MachineList shape around it.
-	var buf bytes.Buffer
-	buf.Grow(64 + min(len(rows), max(limit, 64))*1100)
-	fmt.Fprintf(&buf, `{"index":%d,"machines":[`, index)
-	count, next := 0, ""
-	start, _ := slices.BinarySearchFunc(rows, after, func(r *listRow, id string) int { return strings.Compare(r.id, id) })
-	for _, r := range rows[start:] {
-		if after != "" && r.id <= after || !f.keep(r) {
-			continue
-		}
-		if limit > 0 && count == limit {
-			break
-		}
-		if count > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(r.body())
-		count++
-		next = r.id
-	}
-	buf.WriteString("]")
-	if limit > 0 && count == limit && next != "" && hasMore(rows, next, f) {
-		fmt.Fprintf(&buf, `,"next":%q`, next)
-	}
-	buf.WriteString("}")
-	setIndex(c, index)
-	c.Data(http.StatusOK, "application/json; charset=utf-8", buf.Bytes())
+	setIndex(c, a.index)
+	writeShared(c, a)
 	return nil
 }
 
 // listFilter is what ?state=, ?q=, ?tag= and ?rack= ask of a row; a tag
 // matches a manual or an auto tag.
 type listFilter struct{ state, q, tag, rack string }
-
-func (f listFilter) none() bool { return f == listFilter{} }
 
 func (f listFilter) keep(r *listRow) bool {
 	return (f.state == "" || r.state == f.state) && (f.q == "" || r.matches(f.q)) &&

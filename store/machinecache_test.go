@@ -1,0 +1,245 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rollcall/rollcall/store/inventory"
+)
+
+// fullMachine has every field set, every list and map non-empty.
+func fullMachine(id string) Machine {
+	return Machine{
+		ID: id, Name: "n-" + id[2:], State: StateReady, SystemUUID: "4c4c4544-0042-3510-8052-b4c04f4e3232",
+		Serial: "SN1", MACs: []string{"52:54:00:00:00:01", "52:54:00:00:00:02"}, BootMAC: "52:54:00:00:00:01",
+		IdentityKey: "uuid:x", IPs: []string{"10.0.0.5"},
+		Summary: inventory.Summary{Manufacturer: "QEMU <&>", Product: "Standard PC\u2028", CPUModel: "EPYC", Sockets: 2, Cores: 64,
+			MemoryBytes: 1 << 40, GPUs: 2, GPUModels: []string{"A100", "A100"}, TPM: "2.0"},
+		BMC: &BMC{Driver: "ipmi", Address: "10.1.0.5", MAC: "52:54:00:00:01:01", User: "rollcall",
+			PasswordSealed: []byte{1, 2, 3}, PasswordAAD: "aad", CertSHA256: "ab", Operator: true, Source: "agent",
+			Settings: map[string]string{"port": "623"}, Errors: []string{"e"}, UpdatedAt: t0},
+		CreatedAt: t0, UpdatedAt: t0.Add(time.Second), LastSeen: t0.Add(2 * time.Second), Commissioned: t0.Add(3 * time.Second),
+		Tags: []string{"a", "b"}, AutoTags: []string{"gpu"},
+		Location: Location{Building: "b1", Room: "r1", Rack: "rack1", Unit: 3, Height: 2, AssetTag: "A-1"},
+		Layout:   "l1", Index: 7,
+	}
+}
+
+func roundTrip(t *testing.T, m Machine) Machine {
+	t.Helper()
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Machine
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// TestDecodesAs: whenever decodesAs vouches for a machine, it is exactly
+// what encoding/json gives back; and it vouches for ordinary machines.
+func TestDecodesAs(t *testing.T) {
+	full := fullMachine("m-000000000001")
+	empty := Machine{ID: "m-000000000002", MACs: []string{}, Tags: []string{}, BMC: &BMC{Settings: map[string]string{}, PasswordSealed: []byte{}, Errors: []string{}}}
+	zoned := full.clone()
+	zoned.UpdatedAt = t0.In(time.FixedZone("CET", 3600))
+	mono := full.clone()
+	mono.LastSeen = time.Now()
+	badUTF8 := full.clone()
+	badUTF8.Summary.Product = "bad \xff byte"
+	badTag := full.clone()
+	badTag.Tags = []string{"\xc3"}
+	badBMC := full.clone()
+	badBMC.BMC.Settings = map[string]string{"\xff": "x"}
+	for _, c := range []struct {
+		name string
+		m    Machine
+		ok   bool
+	}{
+		{"every field set", full, true},
+		{"empty lists and maps", empty, true},
+		{"zero machine", Machine{}, true},
+		{"a zoned time", zoned, false},
+		{"a monotonic reading", mono, false},
+		{"invalid UTF-8 in a field", badUTF8, false},
+		{"invalid UTF-8 in a list", badTag, false},
+		{"invalid UTF-8 in a BMC setting", badBMC, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, ok := c.m.clone().decodesAs()
+			if ok != c.ok {
+				t.Fatalf("decodesAs ok = %v, want %v", ok, c.ok)
+			}
+			if back := roundTrip(t, c.m); ok && !reflect.DeepEqual(d, back) {
+				t.Fatalf("decodesAs gave\n%#v\nencoding/json gives back\n%#v", d, back)
+			}
+		})
+	}
+}
+
+// FuzzDecodesAs: the same over arbitrary strings and times.
+func FuzzDecodesAs(f *testing.F) {
+	f.Add("SN1", "gpu", int64(0), int64(1_764_000_000), 0, false)
+	f.Add("\xff", "", int64(5), int64(-1), 3600, true)
+	f.Fuzz(func(t *testing.T, s, tag string, nsec, sec int64, offset int, emptyLists bool) {
+		m := fullMachine("m-00000000000a")
+		m.Serial, m.Summary.CPUModel = s, s
+		m.Tags = []string{tag}
+		if emptyLists {
+			m.Tags, m.MACs = []string{}, nil
+		}
+		m.BMC.Settings = map[string]string{s: tag}
+		when := time.Unix(sec%(1<<34), nsec%1e9)
+		if offset%86400 != 0 {
+			when = when.In(time.FixedZone("", offset%86400))
+		} else {
+			when = when.UTC()
+		}
+		m.UpdatedAt = when
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return // not storable: putMachine fails before caching
+		}
+		var back Machine
+		if err := json.Unmarshal(raw, &back); err != nil {
+			return
+		}
+		if d, ok := m.clone().decodesAs(); ok && !reflect.DeepEqual(d, back) {
+			t.Fatalf("decodesAs gave\n%#v\nencoding/json gives back\n%#v", d, back)
+		}
+	})
+}
+
+// TestCloneSharesNothing: every list, map and pointer of a clone is its
+// own, and clone knows every field that could share memory.
+func TestCloneSharesNothing(t *testing.T) {
+	m := fullMachine("m-000000000003")
+	c := m.clone()
+	if !reflect.DeepEqual(m, c) {
+		t.Fatal("clone differs from the machine")
+	}
+	var walk func(path string, a, b reflect.Value)
+	walk = func(path string, a, b reflect.Value) {
+		switch a.Kind() {
+		case reflect.Slice, reflect.Map, reflect.Pointer:
+			if a.IsNil() {
+				t.Errorf("%s is empty in fullMachine: set it so this test checks it", path)
+				return
+			}
+			if a.UnsafePointer() == b.UnsafePointer() {
+				t.Errorf("%s is shared between a machine and its clone", path)
+			}
+			if a.Kind() == reflect.Pointer {
+				walk(path, a.Elem(), b.Elem())
+			}
+		case reflect.Struct:
+			if a.Type() == reflect.TypeOf(time.Time{}) {
+				return // a value; its Location is immutable
+			}
+			for i := range a.NumField() {
+				walk(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))
+			}
+		}
+	}
+	walk("Machine", reflect.ValueOf(m), reflect.ValueOf(c))
+}
+
+// TestMachineCache: reads through the cache are what the stored bytes
+// say, whatever wrote them, and a caller's changes to what it was handed
+// reach nobody else.
+func TestMachineCache(t *testing.T) {
+	db := open(t)
+	m := fullMachine("m-000000000004")
+	if err := write(t, db, 1, func(tx *Tx) error { return tx.PutMachine(m) }); err != nil {
+		t.Fatal(err)
+	}
+	// get reads the machine through the cache, or decoding its record.
+	get := func(cached bool) Machine {
+		t.Helper()
+		var got Machine
+		if err := db.View(func(tx *Tx) error {
+			if !cached {
+				tx.machines = nil
+			}
+			var err error
+			got, err = tx.Machine(m.ID)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	read := func() Machine { t.Helper(); return get(true) }
+	decoded := func() Machine { t.Helper(); return get(false) }
+	if _, ok := db.machines.recs[m.ID]; !ok {
+		t.Fatal("a write of a plain machine is not cached")
+	}
+	first := read()
+	if want := decoded(); !reflect.DeepEqual(first, want) {
+		t.Fatalf("cached read\n%#v\ndecoded\n%#v", first, want)
+	}
+	first.Tags[0] = "changed"
+	first.BMC.Settings["port"] = "x"
+	first.MACs = append(first.MACs[:1], "52:54:00:00:00:09")
+	if again := read(); !reflect.DeepEqual(again, decoded()) || again.Tags[0] != "a" || again.BMC.Settings["port"] != "623" {
+		t.Fatalf("a change to a read machine reached the next read: %v %v", again.Tags, again.BMC.Settings)
+	}
+
+	// A write that fails rolls back: the cache must not answer with it.
+	boom := errors.New("boom")
+	if err := write(t, db, 2, func(tx *Tx) error {
+		changed := m.clone()
+		changed.Name = "rolled-back"
+		if err := tx.PutMachine(changed); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("write = %v, want the command's error", err)
+	}
+	if got := read(); got.Name != m.Name {
+		t.Fatalf("after a rolled-back write the machine reads %q, want %q", got.Name, m.Name)
+	}
+
+	// A record that does not decode as it was written (a zoned time) is
+	// not cached from the write; its read decodes, then caches.
+	zoned := m.clone()
+	zoned.UpdatedAt = t0.In(time.FixedZone("CET", 3600))
+	if err := write(t, db, 3, func(tx *Tx) error { return tx.PutMachine(zoned) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := db.machines.recs[m.ID]; ok {
+		t.Fatal("a write that does not round-trip exactly was cached")
+	}
+	if got, want := read(), decoded(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("cached read\n%#v\ndecoded\n%#v", got, want)
+	}
+
+	// Machines (the full scan) goes through the cache too, and agrees.
+	var all, plain []Machine
+	if err := db.View(func(tx *Tx) error {
+		var err error
+		if all, err = tx.Machines(MachineFilter{}); err != nil {
+			return err
+		}
+		tx.machines = nil
+		plain, err = tx.Machines(MachineFilter{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(all, plain) || len(all) != 1 {
+		t.Fatalf("Machines through the cache %v, decoded %v", all, plain)
+	}
+	if err := write(t, db, 4, func(tx *Tx) error { return tx.DeleteMachine(m.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := db.machines.recs[m.ID]; ok {
+		t.Fatal("a deleted machine stays cached")
+	}
+}
