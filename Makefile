@@ -79,6 +79,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzHandle -fuzztime 30s ./dhcp/
 	$(GO) test -run '^$$' -fuzz FuzzAppendPacket -fuzztime 30s ./dhcp/wire/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecords -fuzztime 30s ./store/
+	$(GO) test -run '^$$' -fuzz FuzzDecodesAs -fuzztime 30s ./store/
 	$(GO) test -run '^$$' -fuzz FuzzParseSMBIOS -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzParseLLDPFrame -fuzztime 30s ./agent/collect/
 	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime 30s ./lab/deployimage/gpt/
