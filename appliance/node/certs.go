@@ -54,10 +54,8 @@ func (n *Node) keepNodeCert(ctx context.Context, log *slog.Logger) error {
 			log.Warn("node certificate not renewed", "err", err)
 		}
 		select {
-		case <-ctx.Done():
+		case <-ctx.Done(): // the node's background: it ends when the node closes
 			return ctx.Err()
-		case <-n.closing:
-			return nil
 		case <-time.After(every):
 		}
 	}
