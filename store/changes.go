@@ -62,7 +62,7 @@ func (t *Tx) pruneChanges() error {
 		if err := b.Delete(k); err != nil {
 			return err
 		}
-		if err := t.tx.Bucket(bucketMeta).Put([]byte("changes.floor"), u64(floor)); err != nil {
+		if err := t.metaBucket().Put([]byte("changes.floor"), u64(floor)); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func (t *Tx) pruneChanges() error {
 // Changes returns changes with an index above after, oldest first, at most
 // limit. It fails with ErrChangesTruncated when some were already pruned.
 func (t *Tx) Changes(after uint64, limit int) ([]Change, error) {
-	if b := t.tx.Bucket(bucketMeta).Get([]byte("changes.floor")); len(b) == 8 && after+1 < binary.BigEndian.Uint64(b) {
+	if b := t.metaBucket().Get([]byte("changes.floor")); len(b) == 8 && after+1 < binary.BigEndian.Uint64(b) {
 		return nil, ErrChangesTruncated
 	}
 	var out []Change

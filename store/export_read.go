@@ -61,7 +61,7 @@ func (t *Tx) ForEachInventory(fn func(id string, doc []byte) error) error {
 // applied the list may resume from through. It fails with
 // ErrChangesTruncated when some changes after after were already pruned.
 func (t *Tx) ChangeBatch(after uint64, limit int) (changes []Change, through uint64, err error) {
-	if b := t.tx.Bucket(bucketMeta).Get([]byte("changes.floor")); len(b) == 8 && after+1 < binary.BigEndian.Uint64(b) {
+	if b := t.metaBucket().Get([]byte("changes.floor")); len(b) == 8 && after+1 < binary.BigEndian.Uint64(b) {
 		return nil, 0, ErrChangesTruncated
 	}
 	var start [8]byte

@@ -25,8 +25,20 @@ type Tx struct {
 	// machineCache); the DB's transactions share one.
 	machines *machineCache
 
+	meta *bolt.Bucket // bucketMeta, opened once (see metaBucket)
+
 	prunedAt uint64 // the Index the change log was last pruned for
 	touched  uint32 // tables changed (tableBit), for DB.WatchTables
+}
+
+// metaBucket is the meta bucket, opened on first use: a stateless node's
+// fetch reads a dozen table indexes, and bbolt opens a bucket afresh each
+// time a read transaction asks for it.
+func (t *Tx) metaBucket() *bolt.Bucket {
+	if t.meta == nil {
+		t.meta = t.tx.Bucket(bucketMeta)
+	}
+	return t.meta
 }
 
 // ErrReadOnly is returned by write methods called in a read transaction.
@@ -34,7 +46,7 @@ var ErrReadOnly = errors.New("store: write in a read-only transaction")
 
 // Applied returns the index and term recorded by the last applied command.
 func (t *Tx) Applied() (index, term uint64) {
-	b := t.tx.Bucket(bucketMeta).Get(keyApplied)
+	b := t.metaBucket().Get(keyApplied)
 	if len(b) != 16 {
 		return 0, 0
 	}
@@ -50,12 +62,12 @@ func (t *Tx) SetApplied(index, term uint64) error {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:], index)
 	binary.BigEndian.PutUint64(b[8:], term)
-	return t.tx.Bucket(bucketMeta).Put(keyApplied, b[:])
+	return t.metaBucket().Put(keyApplied, b[:])
 }
 
 // TableIndex is the Raft index at which the named table last changed.
 func (t *Tx) TableIndex(table string) uint64 {
-	b := t.tx.Bucket(bucketMeta).Get([]byte(tablePrefix + table))
+	b := t.metaBucket().Get([]byte(tablePrefix + table))
 	if len(b) != 8 {
 		return 0
 	}
@@ -64,7 +76,7 @@ func (t *Tx) TableIndex(table string) uint64 {
 
 func (t *Tx) touch(table string) error {
 	t.touched |= tableBit(table)
-	return t.tx.Bucket(bucketMeta).Put([]byte(tablePrefix+table), u64(t.Index))
+	return t.metaBucket().Put([]byte(tablePrefix+table), u64(t.Index))
 }
 
 // ensureBuckets makes buckets that are created on first use (the tag and
