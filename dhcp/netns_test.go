@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -164,4 +165,22 @@ func startClient(t *testing.T, ns *testNS, events string, args ...string) *exec.
 		}
 	})
 	return cmd
+}
+
+// startDnsmasq runs dnsmasq as a DHCP server (no DNS) on iface inside ns
+// for the range given (dnsmasq's --dhcp-range) until the test ends; its
+// log is returned, for failure messages.
+func startDnsmasq(t testing.TB, ns *testNS, iface, dhcpRange string) *strings.Builder {
+	t.Helper()
+	dir := t.TempDir()
+	dm := ns.cmd(t.Context(), "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0", "--user=root",
+		"--interface="+iface, "--bind-interfaces", "--dhcp-range="+dhcpRange,
+		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"), "--log-dhcp", "--log-facility=-")
+	out := &strings.Builder{}
+	dm.Stdout, dm.Stderr = out, out
+	if err := dm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dm.Process.Kill(); _ = dm.Wait() })
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,18 +34,9 @@ func TestProxyBesideDnsmasq(t *testing.T) {
 		veth(t, x.ns, x.name, x.addr, sw, port, "")
 		sw.ip(t, "link", "set", port, "master", "br0")
 	}
-	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dm := peer.cmd(ctx, "dnsmasq", "--no-daemon", "--conf-file=/dev/null", "--port=0", "--user=root",
-		"--interface=peer0", "--bind-interfaces", "--dhcp-range=10.213.2.100,10.213.2.150,255.255.255.0,1h",
-		"--dhcp-leasefile="+filepath.Join(dir, "leases"), "--pid-file="+filepath.Join(dir, "pid"), "--log-dhcp", "--log-facility=-")
-	var dmOut strings.Builder
-	dm.Stdout, dm.Stderr = &dmOut, &dmOut
-	if err := dm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dm.Process.Kill(); _ = dm.Wait() })
+	dmOut := startDnsmasq(t, peer, "peer0", "10.213.2.100,10.213.2.150,255.255.255.0,1h")
 
 	c, err := replica.New(t.TempDir(), 1, nil)
 	if err != nil {

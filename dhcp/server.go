@@ -372,6 +372,10 @@ func (s *server) process(ctx context.Context, pk packet) (r reply, err error) {
 		s.debugDrop(ctx, pk, p, err, "option", code, "len", len(p.Options[code]))
 		return r, err
 	}
+	if string(p.Options.Get(dhcpv4.OptionClassIdentifier)) == ProbeClass {
+		// A doctor's probe for foreign servers (Probe): not ours to answer.
+		return r, wire.Dropf(wire.ReasonIgnored)
+	}
 	giaddr := wire.Addr(p.GatewayIPAddr)
 	link := giaddr // the address whose subnet the client is on
 	if sel := wire.LinkSelection(p); sel.IsValid() && pk.port != wire.PXEPort {

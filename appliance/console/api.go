@@ -40,6 +40,9 @@ type Source interface {
 	// and why, the NICs chosen, the addresses (what rollcall net show
 	// prints); an error says why it has none.
 	Plan(ctx context.Context, id string) (wire.NetworkPlan, error)
+	// Doctor is GET /api/v1/doctor: the checks of the node the console
+	// asks, each ok, warn or fail with what to do (rollcall doctor).
+	Doctor(ctx context.Context) (wire.DoctorReport, error)
 	// Do runs one action on one machine and returns what the API said in a
 	// few words (a power state, a job result).
 	Do(ctx context.Context, a Action) (string, error)

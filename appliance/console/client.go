@@ -130,6 +130,14 @@ func (c *Client) Images(ctx context.Context) ([]wire.Image, error) {
 	return v.Images, err
 }
 
+// Doctor implements Source. The checks probe (DHCP on every served VLAN
+// listens for seconds): it waits longer than a read.
+func (c *Client) Doctor(ctx context.Context) (wire.DoctorReport, error) {
+	var v wire.DoctorReport
+	err := c.do(ctx, 2*readTimeout, http.MethodGet, "/api/v1/doctor", nil, &v)
+	return v, err
+}
+
 // Racks implements Source.
 func (c *Client) Racks(ctx context.Context) ([]wire.Rack, error) {
 	var v wire.RackList

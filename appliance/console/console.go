@@ -149,6 +149,7 @@ var navPages = []struct{ name, label, section string }{
 	{"images", "Images", ""},
 	{"os", "OS images", ""},
 	{"profiles", "Profiles", ""},
+	{"doctor", "Doctor", ""},
 }
 
 // PageNames are the pages Dump can render: each page of the list,
@@ -162,10 +163,14 @@ func PageNames() []string {
 	return append(out, "machine/ID", "rack/NAME", "tag/NAME", "profile/NAME")
 }
 
-// navKey is the number key of the i-th page: 1 to 9, then 0.
+// navKey is the number key of the i-th page: 1 to 9, then 0; the pages
+// after the tenth have none (' '): the list and Enter reach them.
 func navKey(i int) rune {
-	if i == 9 {
+	switch {
+	case i == 9:
 		return '0'
+	case i > 9:
+		return ' '
 	}
 	return rune('1' + i)
 }
@@ -187,6 +192,7 @@ type console struct {
 	events   []wire.Event
 	network  Network
 	images   []wire.Image
+	doctor   *wire.DoctorReport
 	osList   wire.OSList
 	racks    []wire.Rack
 	rack     rackView
@@ -235,6 +241,7 @@ type console struct {
 	eventsT   *tview.Table
 	networkTV *tview.TextView
 	imagesTV  *tview.TextView
+	doctorTV  *tview.TextView
 	racksT    *tview.Table
 	rackT     *tview.Table
 	tagsT     *tview.Table
@@ -300,6 +307,8 @@ func (c *console) build() {
 	c.body.AddPage("events", c.eventsT, true, false)
 	c.networkTV = c.textPage("network", " Network ")
 	c.imagesTV = c.textPage("images", " Images ")
+	c.doctorTV = c.textPage("doctor", " Doctor ")
+	c.doctorTV.SetWrap(true).SetWordWrap(true) // a finding and its fix are sentences
 	c.buildRacksAndTags()
 	c.osTV = c.textPage("os", " OS images ")
 	c.osTV.SetInputCapture(c.osKeys)
@@ -391,7 +400,7 @@ func (c *console) show(name string) {
 		}
 	case "images":
 		c.load("images", "cluster")
-	case "cluster", "network", "racks", "tags":
+	case "cluster", "network", "racks", "tags", "doctor":
 		c.load(name)
 	case "rack":
 		c.load("rack:" + c.rack.name)
@@ -561,6 +570,12 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			return fail(err)
 		}
 		return ok(func() { c.images = im })
+	case what == "doctor":
+		r, err := c.src.Doctor(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.doctor = &r })
 	case what == "racks":
 		rs, err := c.src.Racks(ctx)
 		if err != nil {
@@ -750,6 +765,8 @@ func (c *console) render() {
 		c.renderNetwork()
 	case "images":
 		c.renderImages()
+	case "doctor":
+		c.renderDoctor()
 	case "racks":
 		c.renderRacks()
 	case "rack":

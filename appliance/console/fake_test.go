@@ -464,3 +464,14 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 	}
 	return "", errors.New("unknown action " + a.Kind)
 }
+
+func (f *fleet) Doctor(context.Context) (wire.DoctorReport, error) {
+	return wire.DoctorReport{Node: "node-1", Time: ago(0), OK: false, Checks: []wire.DoctorCheck{
+		{Name: "raft", Status: wire.DoctorOK, Message: "leader node-1, term 4; this node Leader, 0 entries behind"},
+		{Name: "members", Status: wire.DoctorOK, Message: "3 members answer: node-1, node-2, node-3"},
+		{Name: "certificates", Status: wire.DoctorWarn, Message: "node.pem (node-1) ends 2027-01-02, in 29 days", Fix: "it renews itself a week before; check the node-cert part if it does not"},
+		{Name: "interfaces", Status: wire.DoctorOK, Message: "VLAN mgmt/0: DHCP on eth1"},
+		{Name: "foreign-dhcp", Status: wire.DoctorFail, Message: "VLAN mgmt/0 on eth1: another DHCP server hands out addresses beside Rollcall: 10.0.0.254 (offered 10.0.0.77)",
+			Fix: "stop the other server on this VLAN, or make the VLAN proxy mode so Rollcall only adds the boot: rollcall vlan set … -dhcp proxy"},
+	}}, nil
+}

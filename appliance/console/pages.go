@@ -315,3 +315,37 @@ func (c *console) renderImages() {
 	}
 	c.imagesTV.SetText(b.String())
 }
+
+// renderDoctor is the node's checks as rollcall doctor prints them, each
+// with what to do; r (refresh) runs them again.
+func (c *console) renderDoctor() {
+	var b strings.Builder
+	b.WriteString(c.errText("doctor"))
+	r := c.doctor
+	if r == nil {
+		if c.errs["doctor"] == nil {
+			b.WriteString(" running the checks…\n")
+		}
+		c.doctorTV.SetText(b.String())
+		return
+	}
+	verdict := "[green]all checks pass[-]"
+	if !r.OK {
+		n := 0
+		for _, ch := range r.Checks {
+			if ch.Status == wire.DoctorFail {
+				n++
+			}
+		}
+		verdict = fmt.Sprintf("[red]%d failed[-]", n)
+	}
+	fmt.Fprintf(&b, " node %s · %s · %s (r runs them again)\n\n", esc(r.Node), c.stamp(r.Time), verdict)
+	color := map[string]string{wire.DoctorOK: "green", wire.DoctorWarn: "yellow", wire.DoctorFail: "red"}
+	for _, ch := range r.Checks {
+		fmt.Fprintf(&b, " [%s]%-4s[-] [::b]%s[::-]  %s\n", color[ch.Status], esc(ch.Status), esc(ch.Name), esc(ch.Message))
+		if ch.Fix != "" {
+			fmt.Fprintf(&b, "      → %s\n", esc(ch.Fix))
+		}
+	}
+	c.doctorTV.SetText(b.String())
+}

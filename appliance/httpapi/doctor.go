@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,7 +27,8 @@ import (
 // this node's lag, a diverged store), the members (reachable, their
 // clocks), the node's services, its data directory's free space, the
 // certificates in its tls directory, the commissioning image on every
-// node, and the interfaces the network model has this node serve DHCP on.
+// node, the interfaces the network model has this node serve DHCP on, and
+// on each, whether another DHCP server answers (foreign-dhcp).
 
 // Bounds of the checks.
 const (
@@ -40,7 +42,7 @@ const (
 
 func (s *Server) doctorRoutes() []Route {
 	return []Route{
-		{"GET", "/api/v1/doctor", AuthAdmin, "this node's checks (Raft, members and their clocks, services, disk, certificates, the commissioning image, DHCP interfaces), each ok, warn or fail with what to do", nil, s.getDoctor},
+		{"GET", "/api/v1/doctor", AuthAdmin, "this node's checks (Raft, members and their clocks, services, disk, certificates, the commissioning image, DHCP interfaces, a foreign DHCP server on each served VLAN), each ok, warn or fail with what to do", nil, s.getDoctor},
 	}
 }
 
@@ -62,6 +64,7 @@ func (s *Server) getDoctor(c *gin.Context) error {
 	s.doctorCerts(d, now)
 	s.doctorImage(d, members)
 	s.doctorInterfaces(d)
+	s.doctorForeignDHCP(ctx, d)
 	rep := wire.DoctorReport{Node: s.cfg.Name, Time: now.UTC(), OK: true, Checks: d.checks}
 	for _, ch := range d.checks {
 		if ch.Status == wire.DoctorFail {
@@ -256,6 +259,92 @@ func (s *Server) doctorInterfaces(d *doctor) {
 	if len(vlans) == 0 {
 		d.add("interfaces", wire.DoctorOK, "", "this node serves DHCP on no subnet")
 	}
+}
+
+// ProbeOffer is a DHCP server that answered the doctor's probe.
+type ProbeOffer struct {
+	Server netip.Addr // its server identifier
+	Offer  netip.Addr // the address it offered (unset: a proxy's offer)
+	PXE    bool       // it offered PXE boot options
+}
+
+// doctorForeignDHCP probes each VLAN this node serves, one interface at a
+// time in parallel: on a full-mode VLAN another server handing out
+// addresses fails (two servers answer every machine, and the one that
+// wins is chance); on a proxy VLAN, nobody handing out addresses does
+// (proxy mode answers only for the boot: a machine gets no address).
+func (s *Server) doctorForeignDHCP(ctx context.Context, d *doctor) {
+	if s.cfg.DHCPProbe == nil {
+		return
+	}
+	var list []store.DHCPServed
+	s.cfg.DB.View(func(tx *store.Tx) (err error) { list, err = tx.DHCPServedBy(s.cfg.Name); return err })
+	type vlan struct {
+		name, iface, mode string
+		offers            []ProbeOffer
+		err               error
+	}
+	var vlans []*vlan
+	seen := map[string]bool{}
+	for _, sv := range list {
+		name := fmt.Sprintf("VLAN %s/%d", sv.VLAN.Fabric, sv.VLAN.VID)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		iface := sv.Iface
+		if iface == "" {
+			iface = interfaceWith([]netip.Prefix{sv.Subnet.CIDR})
+		}
+		if iface == "" {
+			continue // doctorInterfaces says what is wrong
+		}
+		vlans = append(vlans, &vlan{name: name, iface: iface, mode: sv.VLAN.DHCP})
+	}
+	var wg sync.WaitGroup
+	for _, v := range vlans {
+		wg.Go(func() { v.offers, v.err = s.cfg.DHCPProbe(ctx, v.iface) })
+	}
+	wg.Wait()
+	for _, v := range vlans {
+		var leasing []string
+		for _, o := range v.offers {
+			if o.Offer.IsValid() {
+				leasing = append(leasing, fmt.Sprintf("%s (offered %s)", o.Server, o.Offer))
+			}
+		}
+		switch {
+		case v.err != nil:
+			d.add("foreign-dhcp", wire.DoctorWarn, "run the node as root (it needs port 68 and the interface) and ask again", "%s on %s: cannot probe: %v", v.name, v.iface, v.err)
+		case v.mode == store.DHCPProxy && len(leasing) == 0:
+			d.add("foreign-dhcp", wire.DoctorFail, "start the site's DHCP server on this VLAN, or let Rollcall hand out addresses: rollcall vlan set … -dhcp full",
+				"%s on %s is proxy mode, and no DHCP server hands out addresses there: machines get a boot file but no address", v.name, v.iface)
+		case v.mode == store.DHCPProxy:
+			d.add("foreign-dhcp", wire.DoctorOK, "", "%s on %s: proxy mode beside %s", v.name, v.iface, strings.Join(leasing, ", "))
+		case len(leasing) > 0:
+			d.add("foreign-dhcp", wire.DoctorFail, "stop the other server on this VLAN, or make the VLAN proxy mode so Rollcall only adds the boot: rollcall vlan set … -dhcp proxy",
+				"%s on %s: another DHCP server hands out addresses beside Rollcall: %s", v.name, v.iface, strings.Join(leasing, ", "))
+		default:
+			d.add("foreign-dhcp", wire.DoctorOK, "", "%s on %s: no other DHCP server answers", v.name, v.iface)
+		}
+	}
+}
+
+// interfaceWith is the interface holding an address in one of cidrs, ""
+// for none.
+func interfaceWith(cidrs []netip.Prefix) string {
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok {
+				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && slices.ContainsFunc(cidrs, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) }) {
+					return ifc.Name
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func dashIf(s string) string {

@@ -88,6 +88,10 @@ type Config struct {
 	// RedfishDetect queues Redfish detection for each commissioned
 	// machine's IPMI BMC (off in tests, which make BMC addresses up).
 	RedfishDetect bool
+	// DHCPProbe broadcasts a DHCPDISCOVER on an interface and lists the
+	// servers that answered, ours never among them (dhcp.Probe): the
+	// doctor's search for a foreign DHCP server. Nil: not checked.
+	DHCPProbe func(ctx context.Context, iface string) ([]ProbeOffer, error)
 
 	// From rollcall.json.
 	AdminHTTP  string // what plain HTTP may do with the admin API: allow, loopback or deny

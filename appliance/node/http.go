@@ -11,6 +11,7 @@ import (
 
 	"github.com/rollcall/rollcall/appliance/connlimit"
 	"github.com/rollcall/rollcall/appliance/httpapi"
+	"github.com/rollcall/rollcall/dhcp"
 )
 
 // apiConfig is what the API is built from: the node's store, cluster and
@@ -28,8 +29,23 @@ func (n *Node) apiConfig() httpapi.Config {
 		StatelessRefresh: time.Duration(n.conf.StatelessRefreshSeconds) * time.Second,
 		DataDir:          n.opts.DataDir,
 		TagFacts:         n.facts,
+		DHCPProbe:        probeDHCP,
 	}
 }
+
+// probeDHCP is the doctor's probe for DHCP servers on an interface.
+func probeDHCP(ctx context.Context, iface string) ([]httpapi.ProbeOffer, error) {
+	offers, err := dhcp.Probe(ctx, iface, dhcpProbeWait)
+	out := make([]httpapi.ProbeOffer, len(offers))
+	for i, o := range offers {
+		out[i] = httpapi.ProbeOffer{Server: o.Server, Offer: o.Offer, PXE: o.PXE}
+	}
+	return out, err
+}
+
+// dhcpProbeWait is how long the doctor listens for answers: dnsmasq, for
+// one, pings an address for 3 s before it offers it.
+const dhcpProbeWait = 4 * time.Second
 
 // serveHTTP builds the API and serves it on the HTTP listener.
 func (n *Node) serveHTTP() error {

@@ -6,6 +6,7 @@
 import { token, get, setUnauthorizedHandler, APIError, machines as machineList, statelessNodes } from './api.js';
 import { h, announce } from './dom.js';
 import * as overview from './overview.js';
+import * as doctor from './doctor.js';
 import * as machinesPage from './machines.js';
 import * as machinePage from './machine.js';
 import * as network from './network.js';
@@ -32,6 +33,7 @@ const NAV = [
   ['#/images', 'Images', (p) => p.startsWith('images')],
   ['#/os', 'OS images', (p) => p.startsWith('os')],
   ['#/profiles', 'Profiles', (p) => p.startsWith('profiles') || p.startsWith('overlays')],
+  ['#/doctor', 'Doctor', (p) => p.startsWith('doctor')],
 ];
 
 let cleanup = null;
@@ -56,6 +58,7 @@ function pageFor(r) {
   if (first === 'os') return [osImages, 'OS images'];
   if (first === 'profiles') return [profiles, second ? `Profile ${second}` : 'Profiles'];
   if (first === 'overlays' && second) return [profiles, `Overlay ${second}`];
+  if (first === 'doctor') return [doctor, 'Doctor'];
   return [null, 'Not found'];
 }
 
