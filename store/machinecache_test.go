@@ -3,7 +3,9 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -241,5 +243,64 @@ func TestMachineCache(t *testing.T) {
 	}
 	if _, ok := db.machines.recs[m.ID]; ok {
 		t.Fatal("a deleted machine stays cached")
+	}
+}
+
+// TestRetagAgreesWithReindex: a run of random rewrites (tags only, which
+// take retag's short way, and with a state or name change, which take the
+// long one) leaves exactly the tag index entries the records call for.
+func TestRetagAgreesWithReindex(t *testing.T) {
+	db := open(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := []string{"a", "b", "c", "d"}
+	pick := func() []string {
+		var out []string
+		for _, tag := range pool {
+			if rng.IntN(2) == 0 {
+				out = append(out, tag)
+			}
+		}
+		return out
+	}
+	ids := []string{"m-0000000000a1", "m-0000000000a2", "m-0000000000a3"}
+	for i := range 200 {
+		id := ids[rng.IntN(len(ids))]
+		if err := write(t, db, uint64(i+1), func(tx *Tx) error {
+			m, err := tx.Machine(id)
+			if errors.Is(err, ErrNotFound) {
+				m = Machine{ID: id, State: StateNew}
+			} else if err != nil {
+				return err
+			}
+			m.Tags, m.AutoTags = pick(), pick()
+			if rng.IntN(4) == 0 {
+				m.State = []string{StateNew, StateReady}[rng.IntN(2)]
+			}
+			return tx.PutMachine(m)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.View(func(tx *Tx) error {
+			want := map[string]bool{}
+			ms, err := tx.Machines(MachineFilter{})
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				for _, tag := range append(slices.Clone(m.Tags), m.AutoTags...) {
+					want[tag+"\x00"+m.ID] = true
+				}
+			}
+			got := map[string]bool{}
+			if b := tx.tx.Bucket(bucketMachineByTag); b != nil {
+				b.ForEach(func(k, _ []byte) error { got[string(k)] = true; return nil })
+			}
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("after write %d the tag index holds %v, the records call for %v", i+1, got, want)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

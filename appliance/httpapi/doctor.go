@@ -28,7 +28,8 @@ import (
 // clocks), the node's services, its data directory's free space, the
 // certificates in its tls directory, the commissioning image on every
 // node, the interfaces the network model has this node serve DHCP on, and
-// on each, whether another DHCP server answers (foreign-dhcp).
+// on each, whether another DHCP server answers (foreign-dhcp) and whether
+// TFTP and HTTP serve the loaders where DHCP points (boot files).
 
 // Bounds of the checks.
 const (
@@ -42,7 +43,7 @@ const (
 
 func (s *Server) doctorRoutes() []Route {
 	return []Route{
-		{"GET", "/api/v1/doctor", AuthAdmin, "this node's checks (Raft, members and their clocks, services, disk, certificates, the commissioning image, DHCP interfaces, a foreign DHCP server on each served VLAN), each ok, warn or fail with what to do", nil, s.getDoctor},
+		{"GET", "/api/v1/doctor", AuthAdmin, "this node's checks (Raft, members and their clocks, services, disk, certificates, the commissioning image, DHCP interfaces, a foreign DHCP server on each served VLAN, the loaders over TFTP and HTTP where DHCP points), each ok, warn or fail with what to do", nil, s.getDoctor},
 	}
 }
 
@@ -65,6 +66,7 @@ func (s *Server) getDoctor(c *gin.Context) error {
 	s.doctorImage(d, members)
 	s.doctorInterfaces(d)
 	s.doctorForeignDHCP(ctx, d)
+	s.doctorBoot(ctx, d)
 	rep := wire.DoctorReport{Node: s.cfg.Name, Time: now.UTC(), OK: true, Checks: d.checks}
 	for _, ch := range d.checks {
 		if ch.Status == wire.DoctorFail {

@@ -92,6 +92,10 @@ type Config struct {
 	// servers that answered, ours never among them (dhcp.Probe): the
 	// doctor's search for a foreign DHCP server. Nil: not checked.
 	DHCPProbe func(ctx context.Context, iface string) ([]ProbeOffer, error)
+	// BootTargets are where this node's DHCP points booting machines,
+	// one a served VLAN: the doctor asks them for the loaders. Nil: not
+	// checked.
+	BootTargets func() []BootTarget
 
 	// From rollcall.json.
 	AdminHTTP  string // what plain HTTP may do with the admin API: allow, loopback or deny

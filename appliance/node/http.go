@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/connlimit"
 	"github.com/rollcall/rollcall/appliance/httpapi"
 	"github.com/rollcall/rollcall/dhcp"
+	"github.com/rollcall/rollcall/store"
 )
 
 // apiConfig is what the API is built from: the node's store, cluster and
@@ -30,7 +32,52 @@ func (n *Node) apiConfig() httpapi.Config {
 		DataDir:          n.opts.DataDir,
 		TagFacts:         n.facts,
 		DHCPProbe:        probeDHCP,
+		BootTargets:      n.bootTargets,
 	}
+}
+
+// bootTargets are where this node's DHCP points booting machines on each
+// VLAN it serves: TFTP on port 69 of its address there, the HTTP boot
+// server on the API's port, the loaders PXE firmware asks for (x86 BIOS
+// and UEFI; pxelinux's for a VLAN that boots it).
+func (n *Node) bootTargets() []httpapi.BootTarget {
+	nets, _ := n.dhcpNetworks(net.Interfaces)
+	_, port, _ := net.SplitHostPort(n.HTTPAddr())
+	var out []httpapi.BootTarget
+	for _, nw := range nets {
+		addr := nw.Addr
+		if !addr.IsValid() {
+			addr = interfaceAddrIn(nw.Iface, nw.Subnet)
+		}
+		if !addr.IsValid() {
+			continue // the doctor's interfaces check says why
+		}
+		bc := dhcp.BootConfig{}.WithDefaults()
+		files := []string{bc.BIOS, bc.EFIx64}
+		if nw.BootLoader == store.BootLoaderPXELinux {
+			files[0] = bc.LegacyBIOS
+		}
+		out = append(out, httpapi.BootTarget{VLAN: "VLAN " + nw.VLAN, TFTP: netip.AddrPortFrom(addr, 69), Files: files,
+			HTTP: "http://" + net.JoinHostPort(addr.String(), port)})
+	}
+	return out
+}
+
+// interfaceAddrIn is iface's IPv4 address inside subnet, if it has one.
+func interfaceAddrIn(iface string, subnet netip.Prefix) netip.Addr {
+	ifi, err := net.InterfaceByName(iface)
+	if err != nil {
+		return netip.Addr{}
+	}
+	as, _ := ifi.Addrs()
+	for _, a := range as {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP.To4()); ok && subnet.Contains(ip) {
+				return ip
+			}
+		}
+	}
+	return netip.Addr{}
 }
 
 // probeDHCP is the doctor's probe for DHCP servers on an interface.
