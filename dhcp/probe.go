@@ -43,19 +43,7 @@ const (
 // runs it on each VLAN a node serves to find a foreign DHCP server.
 func Probe(ctx context.Context, iface string, wait time.Duration) ([]Offer, error) {
 	wait = min(wait, maxProbeWait)
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			for _, o := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT, unix.SO_BROADCAST} {
-				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o, 1); serr != nil {
-					return
-				}
-			}
-			serr = unix.BindToDevice(int(fd), iface)
-		})
-		return errors.Join(err, serr)
-	}}
-	c, err := lc.ListenPacket(ctx, "udp4", ":68")
+	c, err := listenOn(ctx, iface, 68)
 	if err != nil {
 		return nil, fmt.Errorf("dhcp probe on %s: %w", iface, err)
 	}
@@ -96,7 +84,7 @@ func Probe(ctx context.Context, iface string, wait time.Duration) ([]Offer, erro
 			continue // not an answer to this probe
 		}
 		o := Offer{PXE: p.BootFileName != "" || string(p.Options.Get(dhcpv4.OptionClassIdentifier)) == "PXEClient"}
-		if a, ok := netip.AddrFromSlice(p.ServerIdentifier().To4()); ok && p.ServerIdentifier() != nil {
+		if a, ok := netip.AddrFromSlice(p.ServerIdentifier().To4()); ok {
 			o.Server = a
 		} else if ua, ok := from.(*net.UDPAddr); ok {
 			o.Server, _ = netip.AddrFromSlice(ua.IP.To4())
@@ -109,6 +97,25 @@ func Probe(ctx context.Context, iface string, wait time.Duration) ([]Offer, erro
 		}
 	}
 	return offers, nil
+}
+
+// listenOn opens a UDP socket on port bound to iface, able to broadcast,
+// beside other sockets on the port (a host's DHCP client): a DHCP
+// client's socket, for Probe and the tests' clients.
+func listenOn(ctx context.Context, iface string, port int) (net.PacketConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			for _, o := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT, unix.SO_BROADCAST} {
+				if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o, 1); serr != nil {
+					return
+				}
+			}
+			serr = unix.BindToDevice(int(fd), iface)
+		})
+		return errors.Join(err, serr)
+	}}
+	return lc.ListenPacket(ctx, "udp4", fmt.Sprintf(":%d", port))
 }
 
 func isTimeout(err error) bool {

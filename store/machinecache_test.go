@@ -304,3 +304,78 @@ func TestRetagAgreesWithReindex(t *testing.T) {
 		}
 	}
 }
+
+// TestSameIndexedButTagsKnowsTheIndexedFields: retag's short way may be
+// taken only when no indexed field but the tags changed. Each field of a
+// machine is changed in turn; whenever that changes its index entries
+// (machineIndexes, tags aside), sameIndexedButTags must see it. A field
+// added to machineIndexes and forgotten there fails here.
+func TestSameIndexedButTagsKnowsTheIndexedFields(t *testing.T) {
+	base := fullMachine("m-0000000000b1")
+	untagged := func(m Machine) []indexEntry {
+		m.Tags, m.AutoTags = nil, nil
+		return machineIndexes(m)
+	}
+	sameEntries := func(a, b []indexEntry) bool {
+		return slices.EqualFunc(a, b, func(x, y indexEntry) bool { return x.same(y) })
+	}
+	// The leaf fields, each as the field indexes that lead to it (through
+	// the BMC pointer too).
+	type leaf struct {
+		name  string
+		index []int
+	}
+	var leaves []leaf
+	var walk func(name string, index []int, t reflect.Type)
+	walk = func(name string, index []int, t reflect.Type) {
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
+			leaves = append(leaves, leaf{name, index})
+			return
+		}
+		for i := range t.NumField() {
+			walk(name+"."+t.Field(i).Name, append(slices.Clone(index), i), t.Field(i).Type)
+		}
+	}
+	walk("Machine", nil, reflect.TypeOf(base))
+	checked := 0
+	for _, l := range leaves {
+		m := base.clone()
+		x := reflect.ValueOf(&m).Elem()
+		for _, i := range l.index {
+			if x.Kind() == reflect.Pointer {
+				x = x.Elem()
+			}
+			x = x.Field(i)
+		}
+		switch x.Kind() {
+		case reflect.String:
+			x.SetString(x.String() + "-changed")
+		case reflect.Int, reflect.Int64:
+			x.SetInt(x.Int() + 7)
+		case reflect.Uint64:
+			x.SetUint(x.Uint() + 7)
+		case reflect.Bool:
+			x.SetBool(!x.Bool())
+		case reflect.Slice:
+			if x.Type().Elem().Kind() != reflect.String {
+				continue // the sealed password's bytes: not indexed, not a name
+			}
+			x.Set(reflect.Append(x, reflect.ValueOf("changed")))
+		default:
+			continue // times and maps: never indexed
+		}
+		checked++
+		if l.name == "Machine.Tags" || l.name == "Machine.AutoTags" {
+			continue
+		}
+		if !sameEntries(untagged(base), untagged(m)) && sameIndexedButTags(base, m) {
+			t.Errorf("changing %s changes the index entries, but sameIndexedButTags calls the machines the same", l.name)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d fields changed: the walk missed the machine", checked)
+	}
+}

@@ -65,8 +65,11 @@ func (s *Server) getDoctor(c *gin.Context) error {
 	s.doctorCerts(d, now)
 	s.doctorImage(d, members)
 	s.doctorInterfaces(d)
-	s.doctorForeignDHCP(ctx, d)
-	s.doctorBoot(ctx, d)
+	if s.cfg.Served != nil {
+		served := s.cfg.Served()
+		s.doctorForeignDHCP(ctx, d, served)
+		s.doctorBoot(ctx, d, served)
+	}
 	rep := wire.DoctorReport{Node: s.cfg.Name, Time: now.UTC(), OK: true, Checks: d.checks}
 	for _, ch := range d.checks {
 		if ch.Status == wire.DoctorFail {
@@ -275,37 +278,26 @@ type ProbeOffer struct {
 // addresses fails (two servers answer every machine, and the one that
 // wins is chance); on a proxy VLAN, nobody handing out addresses does
 // (proxy mode answers only for the boot: a machine gets no address).
-func (s *Server) doctorForeignDHCP(ctx context.Context, d *doctor) {
+func (s *Server) doctorForeignDHCP(ctx context.Context, d *doctor, served []ServedNetwork) {
 	if s.cfg.DHCPProbe == nil {
 		return
 	}
-	var list []store.DHCPServed
-	s.cfg.DB.View(func(tx *store.Tx) (err error) { list, err = tx.DHCPServedBy(s.cfg.Name); return err })
 	type vlan struct {
-		name, iface, mode string
-		offers            []ProbeOffer
-		err               error
+		ServedNetwork
+		offers []ProbeOffer
+		err    error
 	}
 	var vlans []*vlan
 	seen := map[string]bool{}
-	for _, sv := range list {
-		name := fmt.Sprintf("VLAN %s/%d", sv.VLAN.Fabric, sv.VLAN.VID)
-		if seen[name] {
-			continue
+	for _, sn := range served { // one a subnet: probed once a VLAN
+		if !seen[sn.VLAN] {
+			seen[sn.VLAN] = true
+			vlans = append(vlans, &vlan{ServedNetwork: sn})
 		}
-		seen[name] = true
-		iface := sv.Iface
-		if iface == "" {
-			iface = interfaceWith([]netip.Prefix{sv.Subnet.CIDR})
-		}
-		if iface == "" {
-			continue // doctorInterfaces says what is wrong
-		}
-		vlans = append(vlans, &vlan{name: name, iface: iface, mode: sv.VLAN.DHCP})
 	}
 	var wg sync.WaitGroup
 	for _, v := range vlans {
-		wg.Go(func() { v.offers, v.err = s.cfg.DHCPProbe(ctx, v.iface) })
+		wg.Go(func() { v.offers, v.err = s.cfg.DHCPProbe(ctx, v.Iface) })
 	}
 	wg.Wait()
 	for _, v := range vlans {
@@ -317,36 +309,19 @@ func (s *Server) doctorForeignDHCP(ctx context.Context, d *doctor) {
 		}
 		switch {
 		case v.err != nil:
-			d.add("foreign-dhcp", wire.DoctorWarn, "run the node as root (it needs port 68 and the interface) and ask again", "%s on %s: cannot probe: %v", v.name, v.iface, v.err)
-		case v.mode == store.DHCPProxy && len(leasing) == 0:
+			d.add("foreign-dhcp", wire.DoctorWarn, "run the node as root (it needs port 68 and the interface) and ask again", "%s on %s: cannot probe: %v", v.VLAN, v.Iface, v.err)
+		case v.Mode == store.DHCPProxy && len(leasing) == 0:
 			d.add("foreign-dhcp", wire.DoctorFail, "start the site's DHCP server on this VLAN, or let Rollcall hand out addresses: rollcall vlan set … -dhcp full",
-				"%s on %s is proxy mode, and no DHCP server hands out addresses there: machines get a boot file but no address", v.name, v.iface)
-		case v.mode == store.DHCPProxy:
-			d.add("foreign-dhcp", wire.DoctorOK, "", "%s on %s: proxy mode beside %s", v.name, v.iface, strings.Join(leasing, ", "))
+				"%s on %s is proxy mode, and no DHCP server hands out addresses there: machines get a boot file but no address", v.VLAN, v.Iface)
+		case v.Mode == store.DHCPProxy:
+			d.add("foreign-dhcp", wire.DoctorOK, "", "%s on %s: proxy mode beside %s", v.VLAN, v.Iface, strings.Join(leasing, ", "))
 		case len(leasing) > 0:
 			d.add("foreign-dhcp", wire.DoctorFail, "stop the other server on this VLAN, or make the VLAN proxy mode so Rollcall only adds the boot: rollcall vlan set … -dhcp proxy",
-				"%s on %s: another DHCP server hands out addresses beside Rollcall: %s", v.name, v.iface, strings.Join(leasing, ", "))
+				"%s on %s: another DHCP server hands out addresses beside Rollcall: %s", v.VLAN, v.Iface, strings.Join(leasing, ", "))
 		default:
-			d.add("foreign-dhcp", wire.DoctorOK, "", "%s on %s: no other DHCP server answers", v.name, v.iface)
+			d.add("foreign-dhcp", wire.DoctorOK, "", "%s on %s: no other DHCP server answers", v.VLAN, v.Iface)
 		}
 	}
-}
-
-// interfaceWith is the interface holding an address in one of cidrs, ""
-// for none.
-func interfaceWith(cidrs []netip.Prefix) string {
-	ifs, _ := net.Interfaces()
-	for _, ifc := range ifs {
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && slices.ContainsFunc(cidrs, func(p netip.Prefix) bool { return p.Contains(ip.Unmap()) }) {
-					return ifc.Name
-				}
-			}
-		}
-	}
-	return ""
 }
 
 func dashIf(s string) string {

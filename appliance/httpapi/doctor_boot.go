@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,14 +15,17 @@ import (
 	"github.com/rollcall/rollcall/appliance/wire"
 )
 
-// BootTarget is where this node's DHCP points a booting machine on one
-// VLAN: the TFTP server and the loader files PXE firmware asks it for,
-// and the HTTP base of UEFI HTTP boot (the loaders under /boot/).
-type BootTarget struct {
-	VLAN  string
-	TFTP  netip.AddrPort
-	Files []string
-	HTTP  string // http://addr:port
+// ServedNetwork is a network this node's DHCP serves, as the DHCP service
+// itself sees it (one a subnet): the VLAN, the interface, the mode, and
+// where its answers point a booting machine: the TFTP server and the
+// loader files PXE firmware asks it for, and the HTTP base of UEFI HTTP
+// boot (the loaders under /boot/). TFTP is unset when the interface has
+// no address in the subnet.
+type ServedNetwork struct {
+	VLAN, Iface, Mode string
+	TFTP              netip.AddrPort
+	Files             []string
+	HTTP              string // http://addr:port
 }
 
 // doctorTimeoutBoot bounds one TFTP or HTTP try.
@@ -31,44 +33,48 @@ const doctorTimeoutBoot = 3 * time.Second
 
 // doctorBoot asks, as a machine would, for each loader over TFTP (the
 // first block, then it stops the transfer) and over HTTP (HEAD), where
-// DHCP points on each VLAN this node serves; one check per VLAN.
-func (s *Server) doctorBoot(ctx context.Context, d *doctor) {
-	if s.cfg.BootTargets == nil {
-		return
+// DHCP points on each network this node serves; one check a network.
+func (s *Server) doctorBoot(ctx context.Context, d *doctor, served []ServedNetwork) {
+	type ask struct {
+		net      int
+		file     string
+		problems []string
 	}
-	targets := s.cfg.BootTargets()
-	problems := make([][]string, len(targets))
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Go(func() {
-			var mu sync.Mutex
-			var fw sync.WaitGroup
-			for _, f := range t.Files {
-				fw.Go(func() {
-					var p []string
-					if err := tftpFirstBlock(ctx, t.TFTP, f); err != nil {
-						p = append(p, fmt.Sprintf("TFTP %s %s: %v", t.TFTP, f, err))
-					}
-					if err := httpHead(ctx, t.HTTP+"/boot/"+f); err != nil {
-						p = append(p, fmt.Sprintf("HTTP %s/boot/%s: %v", t.HTTP, f, err))
-					}
-					mu.Lock()
-					problems[i] = append(problems[i], p...)
-					mu.Unlock()
-				})
+	var asks []*ask
+	for i, sn := range served {
+		if sn.TFTP.IsValid() {
+			for _, f := range sn.Files {
+				asks = append(asks, &ask{net: i, file: f})
 			}
-			fw.Wait()
+		}
+	}
+	var wg sync.WaitGroup
+	for _, a := range asks {
+		sn := served[a.net]
+		wg.Go(func() {
+			if err := tftpFirstBlock(ctx, sn.TFTP, a.file); err != nil {
+				a.problems = append(a.problems, fmt.Sprintf("TFTP %s %s: %v", sn.TFTP, a.file, err))
+			}
+			if err := httpHead(ctx, sn.HTTP+"/boot/"+a.file); err != nil {
+				a.problems = append(a.problems, fmt.Sprintf("HTTP %s/boot/%s: %v", sn.HTTP, a.file, err))
+			}
 		})
 	}
 	wg.Wait()
-	for i, t := range targets {
-		slices.Sort(problems[i]) // the files were asked in parallel
-		if len(problems[i]) > 0 {
+	problems := make([][]string, len(served))
+	for _, a := range asks { // in the order of the files
+		problems[a.net] = append(problems[a.net], a.problems...)
+	}
+	for i, sn := range served {
+		switch {
+		case !sn.TFTP.IsValid():
+			// doctorInterfaces says what is wrong
+		case len(problems[i]) > 0:
 			d.add("boot files", wire.DoctorFail, "check that the node's TFTP and HTTP services run (rollcall doctor: services) and that no firewall stands between the VLAN and them; a missing loader comes with the ipxe package (make image)",
-				"%s: %s", t.VLAN, strings.Join(problems[i], "; "))
-			continue
+				"%s: %s", sn.VLAN, strings.Join(problems[i], "; "))
+		default:
+			d.add("boot files", wire.DoctorOK, "", "%s: %s served over TFTP at %s and HTTP at %s", sn.VLAN, strings.Join(sn.Files, ", "), sn.TFTP, sn.HTTP)
 		}
-		d.add("boot files", wire.DoctorOK, "", "%s: %s served over TFTP at %s and HTTP at %s", t.VLAN, strings.Join(t.Files, ", "), t.TFTP, t.HTTP)
 	}
 }
 

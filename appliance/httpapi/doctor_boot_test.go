@@ -44,8 +44,8 @@ func TestDoctorBootFiles(t *testing.T) {
 		return uint16(c.LocalAddr().(*net.UDPAddr).Port)
 	}
 	lo := netip.MustParseAddr("127.0.0.1")
-	served, silent := netip.AddrPortFrom(lo, port()), netip.AddrPortFrom(lo, port())
-	cmd := exec.Command(tftpd, "--foreground", "--address", served.String(), "--secure", dir)
+	tftp, silent := netip.AddrPortFrom(lo, port()), netip.AddrPortFrom(lo, port())
+	cmd := exec.Command(tftpd, "--foreground", "--address", tftp.String(), "--secure", dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -64,25 +64,26 @@ func TestDoctorBootFiles(t *testing.T) {
 		return srv.URL
 	}
 	files := []string{"undionly.kpxe", "ipxe.efi"}
-	targets := []BootTarget{
-		{VLAN: "VLAN lab/1", TFTP: served, Files: files, HTTP: web("undionly.kpxe", "ipxe.efi")},
-		{VLAN: "VLAN lab/2", TFTP: served, Files: append(files, "snponly.efi"), HTTP: web("undionly.kpxe", "ipxe.efi", "snponly.efi")},
-		{VLAN: "VLAN lab/3", TFTP: served, Files: files, HTTP: web("undionly.kpxe")},
+	served := []ServedNetwork{
+		{VLAN: "VLAN lab/1", TFTP: tftp, Files: files, HTTP: web("undionly.kpxe", "ipxe.efi")},
+		{VLAN: "VLAN lab/2", TFTP: tftp, Files: append(files, "snponly.efi"), HTTP: web("undionly.kpxe", "ipxe.efi", "snponly.efi")},
+		{VLAN: "VLAN lab/3", TFTP: tftp, Files: files, HTTP: web("undionly.kpxe")},
 		{VLAN: "VLAN lab/4", TFTP: silent, Files: files[:1], HTTP: web("undionly.kpxe")},
 	}
-	s := &Server{cfg: Config{BootTargets: func() []BootTarget { return targets }}}
+	served = append(served, ServedNetwork{VLAN: "VLAN lab/5", Files: files}) // no address: not asked
+	s := &Server{}
 	var d *doctor
 	// tftpd-hpa may still be starting: the whole check is asked again.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		d = &doctor{}
-		s.doctorBoot(context.Background(), d)
+		s.doctorBoot(context.Background(), d, served)
 		if len(d.checks) == 4 && d.checks[0].Status == wire.DoctorOK || time.Now().After(deadline) {
 			break
 		}
 	}
 	want := []struct{ status, text string }{
-		{wire.DoctorOK, "VLAN lab/1: undionly.kpxe, ipxe.efi served over TFTP at " + served.String()},
-		{wire.DoctorFail, "TFTP " + served.String() + " snponly.efi: refused"},
+		{wire.DoctorOK, "VLAN lab/1: undionly.kpxe, ipxe.efi served over TFTP at " + tftp.String()},
+		{wire.DoctorFail, "TFTP " + tftp.String() + " snponly.efi: refused"},
 		{wire.DoctorFail, "/boot/ipxe.efi: 404 Not Found"},
 		{wire.DoctorFail, "TFTP " + silent.String() + " undionly.kpxe: no answer"},
 	}

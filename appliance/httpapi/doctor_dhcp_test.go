@@ -3,44 +3,33 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rollcall/rollcall/appliance/wire"
-	"github.com/rollcall/rollcall/raftfsm"
-	"github.com/rollcall/rollcall/raftfsm/fsmtest"
 	"github.com/rollcall/rollcall/store"
 )
 
 // The doctor's foreign-DHCP check over what the probe found on each
 // VLAN this node serves (the probe itself, against dnsmasq and against
 // Rollcall's own server in network namespaces, is dhcp's
-// TestProbeFindsForeignServer): a server leasing beside full mode fails,
+// TestProbeFindsForeignServer): each VLAN probed once, a server leasing beside full mode fails,
 // nobody leasing beside proxy mode fails, a probe that cannot run warns.
 func TestDoctorForeignDHCP(t *testing.T) {
-	log := fsmtest.Open(t)
-	now := time.Now().UTC()
-	log.Must(t, &raftfsm.NodePut{Node: raftfsm.Node{Name: "n1", RaftAddr: "127.0.0.1:8300", Joined: now}},
-		&raftfsm.FabricPut{Fabric: raftfsm.Fabric{Name: "lab", Kind: store.FabricEthernet, Created: now}})
-	vlans := []struct {
-		vid   int
-		mode  string
-		iface string
-	}{{1, store.DHCPFull, "full-foreign"}, {2, store.DHCPFull, "full-alone"}, {3, store.DHCPProxy, "proxy-alone"}, {4, store.DHCPProxy, "proxy-beside"}, {5, store.DHCPFull, "no-root"}}
-	for _, v := range vlans {
-		log.Must(t,
-			&raftfsm.VLANPut{VLAN: raftfsm.VLAN{Fabric: "lab", VID: v.vid, MTU: 1500, DHCP: v.mode, Servers: []raftfsm.VLANServer{{Node: "n1", Iface: v.iface}}, Created: now}},
-			&raftfsm.SubnetPut{Subnet: raftfsm.Subnet{CIDR: netip.MustParsePrefix("10.78." + string(rune('0'+v.vid)) + ".0/24"), Fabric: "lab", VID: v.vid, Purpose: "provisioning", Created: now}})
+	var served []ServedNetwork
+	for i, v := range []struct{ mode, iface string }{{store.DHCPFull, "full-foreign"}, {store.DHCPFull, "full-alone"}, {store.DHCPProxy, "proxy-alone"}, {store.DHCPProxy, "proxy-beside"}, {store.DHCPFull, "no-root"}} {
+		served = append(served, ServedNetwork{VLAN: fmt.Sprintf("VLAN lab/%d", i+1), Iface: v.iface, Mode: v.mode})
 	}
+	served = append(served, served[0]) // a second subnet of the first VLAN: probed once
 	foreign := ProbeOffer{Server: netip.MustParseAddr("10.78.1.254"), Offer: netip.MustParseAddr("10.78.1.77")}
 	var mu sync.Mutex
-	probed := map[string]bool{}
-	s := &Server{cfg: Config{Name: "n1", DB: log.DB, DHCPProbe: func(_ context.Context, iface string) ([]ProbeOffer, error) {
+	probed := map[string]int{}
+	s := &Server{cfg: Config{Name: "n1", DHCPProbe: func(_ context.Context, iface string) ([]ProbeOffer, error) {
 		mu.Lock()
-		probed[iface] = true
+		probed[iface]++
 		mu.Unlock()
 		switch iface {
 		case "full-foreign":
@@ -53,7 +42,7 @@ func TestDoctorForeignDHCP(t *testing.T) {
 		return nil, nil
 	}}}
 	d := &doctor{}
-	s.doctorForeignDHCP(context.Background(), d)
+	s.doctorForeignDHCP(context.Background(), d, served)
 	want := map[string]struct{ status, text string }{
 		"full-foreign": {wire.DoctorFail, "another DHCP server hands out addresses beside Rollcall: 10.78.1.254 (offered 10.78.1.77)"},
 		"full-alone":   {wire.DoctorOK, "no other DHCP server answers"},
@@ -75,8 +64,8 @@ func TestDoctorForeignDHCP(t *testing.T) {
 		if !ok || c.Name != "foreign-dhcp" || c.Status != w.status || !strings.Contains(c.Message, w.text) || (c.Status != wire.DoctorOK && c.Fix == "") {
 			t.Errorf("check %+v, want %s with %q and a fix", c, w.status, w.text)
 		}
-		if !probed[iface] {
-			t.Errorf("%s was not probed", iface)
+		if probed[iface] != 1 {
+			t.Errorf("%s was probed %d times, want once", iface, probed[iface])
 		}
 	}
 }

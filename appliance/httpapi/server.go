@@ -92,10 +92,10 @@ type Config struct {
 	// servers that answered, ours never among them (dhcp.Probe): the
 	// doctor's search for a foreign DHCP server. Nil: not checked.
 	DHCPProbe func(ctx context.Context, iface string) ([]ProbeOffer, error)
-	// BootTargets are where this node's DHCP points booting machines,
-	// one a served VLAN: the doctor asks them for the loaders. Nil: not
-	// checked.
-	BootTargets func() []BootTarget
+	// Served lists the networks this node's DHCP serves, as the DHCP
+	// service sees them, with where they point booting machines: the
+	// doctor probes and asks them. Nil: neither is checked.
+	Served func() []ServedNetwork
 
 	// From rollcall.json.
 	AdminHTTP  string // what plain HTTP may do with the admin API: allow, loopback or deny

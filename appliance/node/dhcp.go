@@ -110,16 +110,34 @@ func interfaceIn(p netip.Prefix, ifaces func() ([]net.Interface, error)) string 
 		return ""
 	}
 	for _, ifc := range list {
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				if ip, ok := netip.AddrFromSlice(ipn.IP); ok && p.Contains(ip.Unmap()) {
-					return ifc.Name
-				}
-			}
+		if addrIn(ifc, p).IsValid() {
+			return ifc.Name
 		}
 	}
 	return ""
+}
+
+// interfaceAddrIn is the address of the interface named inside p, if it
+// has one.
+func interfaceAddrIn(iface string, p netip.Prefix) netip.Addr {
+	ifc, err := net.InterfaceByName(iface)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return addrIn(*ifc, p)
+}
+
+// addrIn is ifc's first address inside p (unset: none).
+func addrIn(ifc net.Interface, p netip.Prefix) netip.Addr {
+	addrs, _ := ifc.Addrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok && p.Contains(ip.Unmap()) {
+				return ip.Unmap()
+			}
+		}
+	}
+	return netip.Addr{}
 }
 
 // envInt reads a tuning knob from the environment (like GOMAXPROCS): 0

@@ -32,52 +32,35 @@ func (n *Node) apiConfig() httpapi.Config {
 		DataDir:          n.opts.DataDir,
 		TagFacts:         n.facts,
 		DHCPProbe:        probeDHCP,
-		BootTargets:      n.bootTargets,
+		Served:           n.servedNetworks,
 	}
 }
 
-// bootTargets are where this node's DHCP points booting machines on each
-// VLAN it serves: TFTP on port 69 of its address there, the HTTP boot
-// server on the API's port, the loaders PXE firmware asks for (x86 BIOS
-// and UEFI; pxelinux's for a VLAN that boots it).
-func (n *Node) bootTargets() []httpapi.BootTarget {
+// servedNetworks are the networks this node's DHCP serves (the list the
+// DHCP service starts from) and where each points booting machines: TFTP
+// on port 69 of the node's address there, the HTTP boot server on the
+// API's port, the loaders PXE firmware asks for (x86 BIOS and UEFI;
+// pxelinux's on a VLAN that boots it).
+func (n *Node) servedNetworks() []httpapi.ServedNetwork {
 	nets, _ := n.dhcpNetworks(net.Interfaces)
 	_, port, _ := net.SplitHostPort(n.HTTPAddr())
-	var out []httpapi.BootTarget
+	bc := dhcp.BootConfig{}.WithDefaults()
+	var out []httpapi.ServedNetwork
 	for _, nw := range nets {
+		sn := httpapi.ServedNetwork{VLAN: "VLAN " + nw.VLAN, Iface: nw.Iface, Mode: nw.Mode, Files: []string{bc.BIOS, bc.EFIx64}}
+		if nw.BootLoader == store.BootLoaderPXELinux {
+			sn.Files[0] = bc.LegacyBIOS
+		}
 		addr := nw.Addr
 		if !addr.IsValid() {
 			addr = interfaceAddrIn(nw.Iface, nw.Subnet)
 		}
-		if !addr.IsValid() {
-			continue // the doctor's interfaces check says why
+		if addr.IsValid() {
+			sn.TFTP, sn.HTTP = netip.AddrPortFrom(addr, 69), "http://"+net.JoinHostPort(addr.String(), port)
 		}
-		bc := dhcp.BootConfig{}.WithDefaults()
-		files := []string{bc.BIOS, bc.EFIx64}
-		if nw.BootLoader == store.BootLoaderPXELinux {
-			files[0] = bc.LegacyBIOS
-		}
-		out = append(out, httpapi.BootTarget{VLAN: "VLAN " + nw.VLAN, TFTP: netip.AddrPortFrom(addr, 69), Files: files,
-			HTTP: "http://" + net.JoinHostPort(addr.String(), port)})
+		out = append(out, sn)
 	}
 	return out
-}
-
-// interfaceAddrIn is iface's IPv4 address inside subnet, if it has one.
-func interfaceAddrIn(iface string, subnet netip.Prefix) netip.Addr {
-	ifi, err := net.InterfaceByName(iface)
-	if err != nil {
-		return netip.Addr{}
-	}
-	as, _ := ifi.Addrs()
-	for _, a := range as {
-		if ipn, ok := a.(*net.IPNet); ok {
-			if ip, ok := netip.AddrFromSlice(ipn.IP.To4()); ok && subnet.Contains(ip) {
-				return ip
-			}
-		}
-	}
-	return netip.Addr{}
 }
 
 // probeDHCP is the doctor's probe for DHCP servers on an interface.
