@@ -29,6 +29,7 @@ require (
 	golang.org/x/crypto v0.57.0
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (

@@ -57,6 +57,7 @@ func pair[R, B any](toBody func(R) B, toRecord func(B) R, notInLog map[string]st
 var bodyPairs = []bodyPair{
 	pair(ClusterIdentityBody, ClusterIdentity.record, nil),
 	pair(NodeBody, Node.record, nil),
+	pair(CertBody, Cert.record, map[string]string{"Revoked": "written only by CertRevoke", "RevokedBy": "written only by CertRevoke"}),
 	pair(JoinCodeBody, JoinCode.record, nil),
 	pair(ImageBody, Image.record, nil),
 	pair(imageFileBody, ImageFile.record, nil),

@@ -138,7 +138,7 @@ func register(families ...map[Type]commandInfo) {
 
 func init() {
 	register(coreCommands(), clusterCommands(), machineCommands(), networkCommands(), leaseCommands(), imageCommands(), powerCommands(),
-		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands(), statelessCommands(), versionCommands())
+		tagCommands(), locationCommands(), layoutCommands(), netCommands(), osCommands(), deployCommands(), statelessCommands(), versionCommands(), certCommands())
 	knownDefault = KnownVersions()
 }
 

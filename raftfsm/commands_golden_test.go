@@ -317,6 +317,9 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&NodeVersions{Node: "node2", Build: "build-68", Boot: "0123456789abcdef", Types: map[string]uint8{"24": 3, "152": 2}, Formats: map[string]int{"tags": 1}},
 		&GateOpen{Types: map[string]uint8{"152": 2}, Formats: map[string]int{"tags": 2}},
 		&GateProbe{Note: "probe-69", Seq: 69},
+		&CertPut{Cert: Cert{Serial: "4a1f", Kind: "admin", Name: "ada", NotAfter: gt(71), Fingerprint: "ab12", Hosts: []string{"svc.lab"}, Permit: []string{"10.0.0.0/8"}, Issued: gt(70), IssuedBy: "token"}, Now: gt(70)},
+		&CertRevoke{Kind: "node", Name: "node3", Serial: "4a1f", By: "admin:ada", Require: true, Now: gt(72)},
+		&Audited{Actor: "admin:ada", From: "192.0.2.7", Node: "node1", Action: "DELETE /api/v1/racks/:name", Target: "/api/v1/racks/r1", Now: gt(73), Entry: []byte{106, 1, '{', '}'}},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

@@ -140,6 +140,16 @@ func (f *FSM) applyEntry(tx *store.Tx, data []byte) *Result {
 	if g, ok := c.(*GateOpen); ok {
 		return &Result{Err: g.applyFor(f, tx)}
 	}
+	if a, ok := c.(*Audited); ok {
+		if len(a.Entry) < headerLen || Type(a.Entry[0]) == TypeAudited {
+			return &Result{Err: store.Errorf(store.ErrInvalid, "an audited entry holds no command")}
+		}
+		r := f.applyEntry(tx, a.Entry)
+		if err := a.record(tx, r); err != nil {
+			panic(fmt.Sprintf("raftfsm: record audit event: %v", err))
+		}
+		return r
+	}
 	return &Result{Err: c.apply(tx)}
 }
 

@@ -17,6 +17,15 @@ func (f *FSM) Precheck(cmd Command) error {
 		return nil
 	}
 	switch c := cmd.(type) {
+	case *Audited:
+		inner, err := Decode(c.Entry)
+		if err != nil {
+			return store.Errorf(store.ErrInvalid, "audited entry: %v", err)
+		}
+		if _, nested := inner.(*Audited); nested {
+			return store.Errorf(store.ErrInvalid, "audited entry: already audited")
+		}
+		return f.Precheck(inner)
 	case *TagPut:
 		return f.db.DryRun(func(tx *store.Tx) error { _, err := c.check(tx); return err })
 	case *TagDelete:

@@ -134,16 +134,7 @@ func (t *Tx) AddJoinCode(j JoinCode, now time.Time) error {
 	if _, err := hex.DecodeString(j.SecretHash); err != nil || len(j.SecretHash) != 64 {
 		return Errorf(ErrInvalid, "join code hash must be 64 hex digits")
 	}
-	var n int
-	var stale []string
-	err := forEachJSON(t, bucketCluster, prefixJoin, func(k string, c *JoinCode) error {
-		if now.After(c.Expires.Add(24 * time.Hour)) {
-			stale = append(stale, k)
-		} else {
-			n++
-		}
-		return nil
-	})
+	n, stale, err := liveAndStale(t, prefixJoin, func(c *JoinCode) bool { return now.After(c.Expires.Add(24 * time.Hour)) })
 	if err != nil {
 		return err
 	}
@@ -184,4 +175,19 @@ func (t *Tx) UseJoinCode(secretHash, node string, now time.Time) error {
 	}
 	// A node joining again under a removed name is admitted from now on.
 	return t.tx.Bucket(bucketCluster).Delete([]byte(prefixRemoved + node))
+}
+
+// liveAndStale counts the cluster records under prefix that are kept and
+// lists the keys of those stale says are past keeping (pruned by the
+// caller once it has decided to write).
+func liveAndStale[T any](t *Tx, prefix string, stale func(*T) bool) (live int, old []string, err error) {
+	err = forEachJSON(t, bucketCluster, prefix, func(k string, v *T) error {
+		if stale(v) {
+			old = append(old, k)
+		} else {
+			live++
+		}
+		return nil
+	})
+	return live, old, err
 }

@@ -155,7 +155,7 @@ type browser struct {
 	problems []string
 }
 
-func newBrowser(t testing.TB, width, height int64) *browser {
+func newBrowser(t testing.TB, width, height int64, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -168,6 +168,7 @@ func newBrowser(t testing.TB, width, height int64) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(int(width), int(height)),
 	)
+	opts = append(opts, extra...)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelA() })

@@ -59,6 +59,31 @@ func New(baseURL, token, caFile string) (*Client, error) {
 	return c, nil
 }
 
+// NewCert returns a client for an https baseURL that authenticates with
+// an administrator's certificate (rollcall admin-cert request) instead of
+// a token.
+func NewCert(baseURL, caFile, certFile, keyFile string) (*Client, error) {
+	if !strings.HasPrefix(baseURL, "https://") {
+		return nil, fmt.Errorf("api url %q: a client certificate needs an https URL", baseURL)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate: %w", err)
+	}
+	c, err := New(baseURL, "certificate", caFile)
+	if err != nil {
+		return nil, err
+	}
+	c.Token = ""
+	tr, _ := c.HTTP.Transport.(*http.Transport)
+	if tr == nil {
+		tr = &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}
+		c.HTTP.Transport = tr
+	}
+	tr.TLSClientConfig.Certificates = []tls.Certificate{pair}
+	return c, nil
+}
+
 // Error is a non-2xx answer: the status, the API's code and its message.
 type Error struct {
 	Status  int
@@ -114,7 +139,9 @@ func (c *Client) send(ctx context.Context, method, path, ctype string, body func
 			req.ContentLength = size
 			req.Header.Set("Content-Type", ctype)
 		}
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+		if c.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+		}
 		if c.Consistent && method == http.MethodGet {
 			req.Header.Set("X-Rollcall-Consistent", "1")
 		}
@@ -186,7 +213,9 @@ func (c *Client) Stream(ctx context.Context, method, path string, in any, body i
 		req.ContentLength = size
 		req.Header.Set("Content-Type", ctype)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	if c.Consistent && method == http.MethodGet {
 		req.Header.Set("X-Rollcall-Consistent", "1")
 	}

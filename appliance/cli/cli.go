@@ -34,6 +34,16 @@ Cluster:
   rollcall cluster check                 every node hashes its store at one index and compares
   rollcall cluster repair NAME           rebuild a damaged node's store from the leader's
   rollcall ca show [-json]               the cluster CA: SHA-256 fingerprint, subject, validity, PEM
+  rollcall ca issue NAME -host h1,h2 [-client] [-dir DIR]   a certificate for another service (key made here)
+  rollcall ca intermediate NAME -permit dom,cidr -csr FILE  a name-constrained intermediate CA, one level
+  rollcall ca certs [-kind K] [-json]    every certificate the CA recorded, with its state
+  rollcall ca revoke SERIAL              revoke one recorded certificate
+  rollcall admin-cert request NAME [-url https://HOST:PORT] [-dir DIR]
+                                         an administrator's certificate (admin:NAME): key made here, only a
+                                         CSR sent; writes it, a .p12 for the browser, and the client config
+  rollcall admin-cert list [-json]       administrators' certificates
+  rollcall admin-cert revoke NAME [-serial S]   refused on every node from the next request
+  rollcall audit [-limit N] [-json]      who did what, from where, with what outcome (newest first)
   rollcall doctor [-json]                the node's checks (Raft, members' clocks, services, disk,
                                          certificates, commissioning image, DHCP interfaces); exit 1 on a failure
 
@@ -141,6 +151,9 @@ var verbs = map[string]verb{
 	"cluster": {run: cmdCluster},
 	"doctor":  {run: cmdDoctor}, // doctor.go
 	"ca":      {run: cmdCA},     // ca.go
+	// certs.go
+	"admin-cert": {run: cmdAdminCert},
+	"audit":      {run: cmdAudit},
 	// machine.go
 	"list":         {run: cmdList},
 	"show":         {run: cmdShow},

@@ -38,15 +38,18 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 		return nil, err
 	}
 	base, token := os.Getenv("ROLLCALL_URL"), os.Getenv("ROLLCALL_TOKEN")
-	var savedCA string
+	var savedCA, certFile, keyFile string
 	if _, err := os.Stat(node.NodeInfoFile(*data)); err != nil && (base == "" || token == "") {
 		// not on a node: what the console saved in ~/.config/rollcall/client.json
 		if path, err := console.DefaultConfigPath(); err == nil {
 			if cfg, err := console.LoadClientConfig(path); err == nil {
 				if base == "" {
 					base, savedCA = cfg.URL, cfg.CAFile
+					if token == "" && cfg.HasCert() && strings.HasPrefix(cfg.URL, "https://") {
+						certFile, keyFile = cfg.CertFile, cfg.KeyFile
+					}
 				}
-				if token == "" {
+				if token == "" && certFile == "" {
 					token = cfg.Token
 				}
 			}
@@ -58,7 +61,7 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 			return nil, fmt.Errorf("no API to talk to: set ROLLCALL_URL, or run on a node (no %s)", node.NodeInfoFile(*data))
 		}
 	}
-	if token == "" {
+	if token == "" && certFile == "" {
 		var err error
 		if token, err = nodeToken(*data); err != nil {
 			return nil, errors.New("no admin token: set ROLLCALL_TOKEN, or run on the node that holds " + node.AdminTokenFile(*data))
@@ -78,7 +81,13 @@ func newClient(fs *flag.FlagSet, args []string) (*client, error) {
 			return nil, fmt.Errorf("an https URL needs the cluster CA: set ROLLCALL_CA to its PEM file (%v)", err)
 		}
 	}
-	api, err := apiclient.New(base, token, caFile)
+	var api *apiclient.Client
+	var err error
+	if certFile != "" {
+		api, err = apiclient.NewCert(base, caFile, certFile, keyFile)
+	} else {
+		api, err = apiclient.New(base, token, caFile)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -43,10 +43,14 @@ func cmdCluster(args []string, s streams) error {
 		if err != nil {
 			return err
 		}
-		if err := c.do(http.MethodDelete, "/api/v1/cluster/members/"+url.PathEscape(fs.Arg(0)), nil, nil); err != nil {
+		var r wire.Removed
+		if err := c.do(http.MethodDelete, "/api/v1/cluster/members/"+url.PathEscape(fs.Arg(0)), nil, &r); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "removed %s\n", fs.Arg(0))
+		fmt.Fprintf(stdout, "removed %s; %d of its certificates revoked by serial\n", fs.Arg(0), r.RevokedCertificates)
+		if r.Note != "" {
+			fmt.Fprintln(stdout, r.Note)
+		}
 		return nil
 	case "repair":
 		fs := newFlags("cluster repair", "rollcall cluster repair NAME")

@@ -43,6 +43,10 @@ type Source interface {
 	// Doctor is GET /api/v1/doctor: the checks of the node the console
 	// asks, each ok, warn or fail with what to do (rollcall doctor).
 	Doctor(ctx context.Context) (wire.DoctorReport, error)
+	// Access is who may act and what they did: the certificates the
+	// cluster CA recorded (GET /api/v1/ca/certificates) and the newest
+	// audit events (GET /api/v1/audit).
+	Access(ctx context.Context) (wire.CertList, wire.AuditLog, error)
 	// Do runs one action on one machine and returns what the API said in a
 	// few words (a power state, a job result).
 	Do(ctx context.Context, a Action) (string, error)

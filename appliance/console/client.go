@@ -138,6 +138,17 @@ func (c *Client) Doctor(ctx context.Context) (wire.DoctorReport, error) {
 	return v, err
 }
 
+// Access implements Source.
+func (c *Client) Access(ctx context.Context) (wire.CertList, wire.AuditLog, error) {
+	var certs wire.CertList
+	var audit wire.AuditLog
+	if err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/ca/certificates", nil, &certs); err != nil {
+		return certs, audit, err
+	}
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/audit?limit=50", nil, &audit)
+	return certs, audit, err
+}
+
 // Racks implements Source.
 func (c *Client) Racks(ctx context.Context) ([]wire.Rack, error) {
 	var v wire.RackList

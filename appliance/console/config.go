@@ -18,7 +18,16 @@ type ClientConfig struct {
 	URL    string `json:"url"`
 	Token  string `json:"token"`
 	CAFile string `json:"ca_file,omitempty"` // the cluster CA (PEM), for an https URL
+	// An administrator's certificate and key (rollcall admin-cert
+	// request): the CLI signs in with them over https instead of the
+	// token.
+	CertFile string `json:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty"`
 }
+
+// HasCert reports whether the config names an administrator's
+// certificate and key.
+func (c ClientConfig) HasCert() bool { return c.CertFile != "" && c.KeyFile != "" }
 
 // DefaultConfigPath is $XDG_CONFIG_HOME/rollcall/client.json, else
 // ~/.config/rollcall/client.json (on every OS, as the docs say).
@@ -52,8 +61,8 @@ func LoadClientConfig(path string) (ClientConfig, error) {
 	if err := json.NewDecoder(f).Decode(&c); err != nil {
 		return c, fmt.Errorf("client config %s: %w", path, err)
 	}
-	if c.URL == "" || c.Token == "" {
-		return c, fmt.Errorf("client config %s: url and token are both required", path)
+	if c.URL == "" || (c.Token == "" && !c.HasCert()) {
+		return c, fmt.Errorf("client config %s: url and a token (or cert_file and key_file) are required", path)
 	}
 	return c, nil
 }
@@ -61,8 +70,8 @@ func LoadClientConfig(path string) (ClientConfig, error) {
 // SaveClientConfig writes a client config with mode 0600 (its directory
 // 0700), replacing any earlier one atomically.
 func SaveClientConfig(path string, c ClientConfig) error {
-	if c.URL == "" || c.Token == "" {
-		return errors.New("client config: url and token are both required")
+	if c.URL == "" || (c.Token == "" && !c.HasCert()) {
+		return errors.New("client config: url and a token (or cert_file and key_file) are required")
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {

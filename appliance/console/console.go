@@ -150,6 +150,7 @@ var navPages = []struct{ name, label, section string }{
 	{"os", "OS images", ""},
 	{"profiles", "Profiles", ""},
 	{"doctor", "Doctor", ""},
+	{"access", "Access", ""},
 }
 
 // PageNames are the pages Dump can render: each page of the list,
@@ -193,6 +194,7 @@ type console struct {
 	network  Network
 	images   []wire.Image
 	doctor   *wire.DoctorReport
+	access   *accessView
 	osList   wire.OSList
 	racks    []wire.Rack
 	rack     rackView
@@ -242,6 +244,7 @@ type console struct {
 	networkTV *tview.TextView
 	imagesTV  *tview.TextView
 	doctorTV  *tview.TextView
+	accessTV  *tview.TextView
 	racksT    *tview.Table
 	rackT     *tview.Table
 	tagsT     *tview.Table
@@ -309,6 +312,7 @@ func (c *console) build() {
 	c.imagesTV = c.textPage("images", " Images ")
 	c.doctorTV = c.textPage("doctor", " Doctor ")
 	c.doctorTV.SetWrap(true).SetWordWrap(true) // a finding and its fix are sentences
+	c.accessTV = c.textPage("access", " Access ")
 	c.buildRacksAndTags()
 	c.osTV = c.textPage("os", " OS images ")
 	c.osTV.SetInputCapture(c.osKeys)
@@ -400,7 +404,7 @@ func (c *console) show(name string) {
 		}
 	case "images":
 		c.load("images", "cluster")
-	case "cluster", "network", "racks", "tags", "doctor":
+	case "cluster", "network", "racks", "tags", "doctor", "access":
 		c.load(name)
 	case "rack":
 		c.load("rack:" + c.rack.name)
@@ -570,6 +574,12 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 			return fail(err)
 		}
 		return ok(func() { c.images = im })
+	case what == "access":
+		certs, audit, err := c.src.Access(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(func() { c.access = &accessView{certs: certs, audit: audit} })
 	case what == "doctor":
 		r, err := c.src.Doctor(ctx)
 		if err != nil {
@@ -767,6 +777,8 @@ func (c *console) render() {
 		c.renderImages()
 	case "doctor":
 		c.renderDoctor()
+	case "access":
+		c.renderAccess()
 	case "racks":
 		c.renderRacks()
 	case "rack":

@@ -465,6 +465,17 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 	return "", errors.New("unknown action " + a.Kind)
 }
 
+func (f *fleet) Access(context.Context) (wire.CertList, wire.AuditLog, error) {
+	return wire.CertList{Certificates: []wire.CertView{
+			{Serial: "5d1f0c2a9e", Kind: "admin", Name: "ada", NotAfter: ago(-365 * 24 * time.Hour), Issued: ago(time.Hour), IssuedBy: "token", State: "valid"},
+			{Serial: "77ab01", Kind: "admin", Name: "bob", NotAfter: ago(-300 * 24 * time.Hour), Issued: ago(48 * time.Hour), IssuedBy: "token", Revoked: ago(2 * time.Hour), RevokedBy: "admin:ada", State: "revoked"},
+			{Serial: "c0ffee", Kind: "node", Name: "node-1", NotAfter: ago(-200 * 24 * time.Hour), Issued: ago(100 * 24 * time.Hour), IssuedBy: "node-1", State: "valid"},
+		}}, wire.AuditLog{Events: []wire.AuditEvent{
+			{Seq: 2, Index: 90, Time: ago(2 * time.Hour), Actor: "admin:ada", From: "10.0.0.9", Node: "node-1", Action: "DELETE /api/v1/admin-certs/:name", Target: "/api/v1/admin-certs/bob", Command: "cert-revoke", Outcome: "ok"},
+			{Seq: 1, Index: 80, Time: ago(3 * time.Hour), Actor: "token", From: "127.0.0.1", Node: "node-1", Action: "POST /api/v1/admin-certs", Target: "/api/v1/admin-certs", Command: "cert-put", Outcome: "ok"},
+		}}, nil
+}
+
 func (f *fleet) Doctor(context.Context) (wire.DoctorReport, error) {
 	return wire.DoctorReport{Node: "node-1", Time: ago(0), OK: false, Checks: []wire.DoctorCheck{
 		{Name: "raft", Status: wire.DoctorOK, Message: "leader node-1, term 4; this node Leader, 0 entries behind"},

@@ -73,7 +73,7 @@ func TestDumpRefusesUnknownPages(t *testing.T) {
 		w, h int
 		want string
 	}{
-		"unknown page": {"hosts", 80, 24, `page "hosts": not one of overview, machines, racks, tags, cluster, events, network, images, os, profiles, doctor, machine/ID, rack/NAME, tag/NAME, profile/NAME`},
+		"unknown page": {"hosts", 80, 24, `page "hosts": not one of overview, machines, racks, tags, cluster, events, network, images, os, profiles, doctor, access, machine/ID, rack/NAME, tag/NAME, profile/NAME`},
 		"tiny screen":  {"machines", 20, 5, "dump size 20x5: at least 40x12"},
 		"no id":        {"machine/", 80, 24, `page "machine/": not one of`},
 	}

@@ -316,6 +316,45 @@ func (c *console) renderImages() {
 	c.imagesTV.SetText(b.String())
 }
 
+// accessView is what the Access page shows.
+type accessView struct {
+	certs wire.CertList
+	audit wire.AuditLog
+}
+
+// renderAccess is who may act on the cluster (the certificates the CA
+// recorded, with their state) and what they did (the audit log, newest
+// first), as rollcall ca certs and rollcall audit print them.
+func (c *console) renderAccess() {
+	var b strings.Builder
+	b.WriteString(c.errText("access"))
+	v := c.access
+	if v == nil {
+		c.accessTV.SetText(b.String())
+		return
+	}
+	b.WriteString(" [::b]Certificates[::-] (rollcall ca certs; revoke with rollcall admin-cert revoke NAME or ca revoke SERIAL)\n")
+	color := map[string]string{"valid": "green", "revoked": "red", "expired": "yellow"}
+	for _, ct := range v.certs.Certificates {
+		fmt.Fprintf(&b, " %-12s %-16s %-34s [%s]%-7s[-] until %s\n", esc(ct.Kind), esc(ct.Name), esc(ct.Serial), color[ct.State], esc(ct.State), ct.NotAfter.UTC().Format("2006-01-02"))
+	}
+	if len(v.certs.Certificates) == 0 {
+		b.WriteString(" none recorded yet\n")
+	}
+	b.WriteString("\n [::b]Audit log[::-] (newest first; rollcall audit)\n")
+	for _, e := range v.audit.Events {
+		out := "[green]ok[-]"
+		if e.Outcome != "ok" {
+			out = "[red]" + esc(e.Outcome) + "[-]"
+		}
+		fmt.Fprintf(&b, " %s  %-12s %-15s %-8s %s %s  %s\n", c.stamp(e.Time), esc(e.Actor), esc(e.From), esc(e.Node), esc(e.Action), esc(e.Target), out)
+	}
+	if len(v.audit.Events) == 0 {
+		b.WriteString(" nothing yet: every administrator's write appears here\n")
+	}
+	c.accessTV.SetText(b.String())
+}
+
 // renderDoctor is the node's checks as rollcall doctor prints them, each
 // with what to do; r (refresh) runs them again.
 func (c *console) renderDoctor() {

@@ -19,6 +19,13 @@ import (
 // ctxAgentMAC holds the MAC of the boot token a request came with.
 const ctxAgentMAC = "rollcall.agent_mac"
 
+// ctxActor holds who an admin request is from: "token" (the admin token)
+// or "admin:NAME" (an administrator's certificate).
+const ctxActor = "rollcall.actor"
+
+// actor is who an admin request is from ("" before requireAdmin).
+func actor(c *gin.Context) string { return c.GetString(ctxActor) }
+
 func (s *Server) middleware(a Auth) []gin.HandlerFunc {
 	switch a {
 	case AuthAdmin:
@@ -39,10 +46,14 @@ func unauthorized(msg string) error {
 	return Errorf(http.StatusUnauthorized, "unauthorized", "%s", msg)
 }
 
-// requireAdmin admits a request with Authorization: Bearer <admin token>:
-// the cluster's token (checked against its replicated hash) or the
-// configuration's admin_token. Plain HTTP is further limited by admin_http.
-// A refusal aborts the chain (Fail), so the route's handler never runs.
+// requireAdmin admits a request over HTTPS with an administrator's client
+// certificate (adminCertActor: checked at every request, so a revocation
+// takes effect on the next one), or with Authorization: Bearer <admin
+// token>: the cluster's token (checked against its replicated hash) or
+// the configuration's admin_token. A certificate that is presented and
+// refused fails the request with the reason, even with a token beside it.
+// Plain HTTP is further limited by admin_http. A refusal aborts the chain
+// (Fail), so the route's handler never runs.
 func (s *Server) requireAdmin(c *gin.Context) error {
 	if c.Request.TLS == nil {
 		switch s.cfg.AdminHTTP {
@@ -54,6 +65,15 @@ func (s *Server) requireAdmin(c *gin.Context) error {
 			}
 		}
 	}
+	if tlsState := c.Request.TLS; tlsState != nil && len(tlsState.PeerCertificates) > 0 {
+		who, err := s.adminCertActor(tlsState.PeerCertificates)
+		if err != nil {
+			s.log.Warn("admin request refused: client certificate", "remote", c.ClientIP(), "subject", store.Clip(tlsState.PeerCertificates[0].Subject.CommonName), "err", err)
+			return unauthorized("client certificate refused: " + err.Error())
+		}
+		c.Set(ctxActor, who)
+		return s.admitted(c)
+	}
 	scheme, tok, ok := strings.Cut(c.GetHeader("Authorization"), " ")
 	ok = ok && strings.EqualFold(scheme, "Bearer") // the scheme is case-insensitive (RFC 9110 §11.1)
 	tok = strings.TrimSpace(tok)
@@ -63,6 +83,13 @@ func (s *Server) requireAdmin(c *gin.Context) error {
 	if !s.tokenOK(tok, func(id store.ClusterIdentity) string { return id.AdminTokenHash }, s.cfg.AdminToken) {
 		return unauthorized("wrong admin token")
 	}
+	c.Set(ctxActor, "token")
+	return s.admitted(c)
+}
+
+// admitted runs an admitted admin request.
+func (s *Server) admitted(c *gin.Context) error {
+	withAudit(c)
 	if c.Request.Method == http.MethodGet {
 		if err := s.consistentWait(c); err != nil {
 			return err

@@ -98,8 +98,9 @@ func (s *Server) deleteMember(c *gin.Context) error {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	revoked, note := s.revokeNode(c, name)
 	setIndex(c, idx)
-	c.JSON(http.StatusOK, wire.Removed{Removed: name})
+	c.JSON(http.StatusOK, wire.Removed{Removed: name, RevokedCertificates: revoked, Note: note})
 	return nil
 }
 

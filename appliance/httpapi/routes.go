@@ -40,7 +40,7 @@ type Route struct {
 func (s *Server) Routes() []Route { return s.routes() }
 
 func (s *Server) routes() []Route {
-	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.tagRoutes(), s.locationRoutes(), s.deployRoutes(), s.statelessRoutes(), s.doctorRoutes())
+	return slices.Concat(s.coreRoutes(), s.bootRoutes(), s.powerRoutes(), s.net.routes(), s.layoutRoutes(), s.osRoutes(), s.tagRoutes(), s.locationRoutes(), s.deployRoutes(), s.statelessRoutes(), s.doctorRoutes(), s.certRoutes(), s.auditRoutes())
 }
 
 func (s *Server) coreRoutes() []Route {

@@ -61,6 +61,9 @@ type Config struct {
 	// Key is the cluster's master key: it seals BMC passwords and signs
 	// boot tokens.
 	Key pki.MasterKey
+	// OpenCA unseals the cluster CA to sign a certificate request
+	// (admin, service and intermediate certificates). Nil: refused.
+	OpenCA func() (*pki.CA, error)
 	// CAPEM is the cluster CA served at /ca.pem; CACert the same in DER,
 	// for its fingerprint (cluster view, join codes).
 	CAPEM, CACert []byte
@@ -149,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Parts == nil {
 		cfg.Parts = func() []cluster.Part { return nil }
 	}
+	cfg.Cluster = auditing{Cluster: cfg.Cluster, node: cfg.Name}
 	s := &Server{cfg: cfg, log: cfg.Log,
 		hintLimiter:  newWindowLimiter(hintsPerMinute, time.Minute, hintLimiterKeys),
 		jobLimiter:   newWindowLimiter(jobCallsPerMinute, time.Minute, jobLimiterKeys),
@@ -180,6 +184,11 @@ func clusterErrors(err error) *Error {
 	switch {
 	case errors.Is(err, cluster.ErrNoLeader):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: "no leader; retry", cause: err}
+	case errors.Is(err, raftfsm.ErrGateClosed):
+		// A command this cluster cannot write yet: a member runs a build
+		// that does not read it (a rolling upgrade in progress).
+		return &Error{Status: http.StatusServiceUnavailable, Code: "gate_closed",
+			Message: err.Error() + "; retry once every node runs this version (rollcall cluster status)", cause: err}
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		return &Error{Status: http.StatusServiceUnavailable, Code: "unknown_outcome",
 			Message: "write outcome unknown (timed out waiting for the cluster); check before retrying", cause: err}

@@ -3,13 +3,17 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/pki"
+	"github.com/rollcall/rollcall/raftfsm"
+	"github.com/rollcall/rollcall/store"
 )
 
 // Node certificates are renewed by the node itself a month before they end:
@@ -157,4 +161,74 @@ func (n *Node) loadPeerCert() (*pki.PeerCert, error) {
 		return nil, fmt.Errorf("load node key: %w", err)
 	}
 	return pki.NewPeerCert(n.caPEM, cert, key)
+}
+
+// Every certificate this node holds (its node certificate and its HTTPS
+// one) is recorded in the cluster by serial, so that `cluster remove`
+// revokes them by serial on every node. A node records its own: after
+// start, after a renewal, and again until the record is in (the command
+// type waits for the version gate on a cluster being upgraded).
+const (
+	certRecordRetry = 250 * time.Millisecond
+	certRecordEvery = time.Minute
+)
+
+func (n *Node) keepCertRecords(ctx context.Context, log *slog.Logger) error {
+	start := time.Now()
+	for {
+		wait := certRecordEvery
+		if err := n.recordOwnCerts(ctx); err != nil {
+			log.Debug("node certificates not recorded yet", "err", err)
+			wait = certRecordRetry
+			if time.Since(start) > time.Minute {
+				wait = 10 * time.Second // a long rolling upgrade: ask less often
+			}
+		} else if n.httpsLn != nil && n.httpsCert.Load() == nil {
+			wait = certRecordRetry // the HTTPS certificate is on its way
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// recordOwnCerts records the certificates this node holds that the store
+// does not know yet.
+func (n *Node) recordOwnCerts(ctx context.Context) error {
+	var leaves []*x509.Certificate
+	if n.peerCert != nil {
+		leaves = append(leaves, n.peerCert.Leaf())
+	}
+	if c := n.httpsCert.Load(); c != nil {
+		leaves = append(leaves, c.leaf)
+	}
+	for _, leaf := range leaves {
+		serial := pki.SerialHex(leaf)
+		known := false
+		n.db.View(func(tx *store.Tx) error { _, known = tx.Cert(serial); return nil })
+		if known {
+			continue
+		}
+		rec := store.CertRecord{Serial: serial, Kind: store.CertNode, Name: n.opts.Name, NotAfter: leaf.NotAfter.UTC(),
+			Fingerprint: pki.FingerprintHex(leaf), Hosts: certHosts(leaf), Issued: leaf.NotBefore.UTC(), IssuedBy: n.opts.Name}
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := n.cluster.Apply(actx, &raftfsm.CertPut{Cert: raftfsm.CertBody(rec), Now: time.Now().UTC()})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("record certificate %s: %w", serial, err)
+		}
+		n.log.Info("node certificate recorded", "serial", serial, "not_after", rec.NotAfter.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// certHosts lists a certificate's DNS names and addresses.
+func certHosts(c *x509.Certificate) []string {
+	out := slices.Clone(c.DNSNames)
+	for _, ip := range c.IPAddresses {
+		out = append(out, ip.String())
+	}
+	return out
 }

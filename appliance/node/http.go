@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rollcall/rollcall/appliance/pki"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,6 +26,7 @@ func (n *Node) apiConfig() httpapi.Config {
 	}
 	return httpapi.Config{
 		Name: n.opts.Name, Log: n.log, DB: n.db, Cluster: n.cluster, Key: n.key, CAPEM: n.caPEM, CACert: n.caCert,
+		OpenCA:  func() (*pki.CA, error) { ca, _, err := n.openSecrets(); return ca, err },
 		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs, OS: n.os,
 		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,
 		AdminHTTP: n.conf.AdminHTTP, AdminToken: n.conf.AdminToken, AgentToken: n.conf.AgentToken, BMCHints: hints,

@@ -46,6 +46,11 @@ func (n *Node) serveHTTPS(ctx context.Context) error {
 		Handler: n.api,
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,
+			// An administrator's client certificate, when the client has
+			// one, is asked for but not verified here: the API checks it
+			// at every request (revocation, records) and says why it
+			// refuses one, where a failed handshake would say nothing.
+			ClientAuth: tls.RequestClientCert,
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				c := n.httpsCert.Load()
 				if c == nil {

@@ -303,6 +303,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.sup.run("tftp", n.tftpPart([]string{t}, srv, errc))
 	}
 	n.sup.run("node-cert", n.keepNodeCert)
+	n.sup.run("cert-records", n.keepCertRecords)
 	n.sup.run("image-sync", n.boot.Run)
 	n.sup.run("os-sync", n.os.Run)
 	n.sup.run("bmc-jobs", n.jobs.Run)
@@ -426,6 +427,7 @@ func (n *Node) startCluster() error {
 		return err
 	}
 	n.peerCert = pc
+	pc.RefuseWith(func(leaf *x509.Certificate) error { return n.peerCheck(leaf.Subject.CommonName, leaf) })
 	tlsCfg := pc.Config()
 	cfg := cluster.Config{
 		Name:       n.opts.Name,
@@ -479,13 +481,31 @@ func (n *Node) newBootFiles() (*bootfiles.Server, error) {
 	})
 }
 
-// peerCheck refuses nodes that were removed from the cluster, whatever
-// certificate they still hold.
-func (n *Node) peerCheck(cn string) error {
+// peerCheck refuses a peer that may not act as a node: one removed from
+// the cluster, whatever certificate it still holds; a certificate whose
+// serial was revoked (cluster remove revokes the node's) or that the
+// cluster recorded for something else (an administrator, another
+// service); an administrator's certificate by its name. It runs at every
+// handshake on the cluster port, as server and client (pki.PeerCert), on
+// every node call, and every few seconds on open Raft connections.
+func (n *Node) peerCheck(cn string, leaf *x509.Certificate) error {
+	if strings.HasPrefix(cn, pki.AdminPrefix) {
+		return fmt.Errorf("%q is an administrator's certificate, not a node's", cn)
+	}
+	var refusal string
 	removed := false
-	n.db.View(func(tx *store.Tx) error { removed = tx.NodeRemoved(cn); return nil })
+	n.db.View(func(tx *store.Tx) error {
+		removed = tx.NodeRemoved(cn)
+		if leaf != nil {
+			refusal = tx.CertRefusal(pki.SerialHex(leaf), store.CertNode, cn)
+		}
+		return nil
+	})
 	if removed {
 		return fmt.Errorf("node %q was removed from the cluster", cn)
+	}
+	if refusal != "" {
+		return errors.New(refusal)
 	}
 	return nil
 }

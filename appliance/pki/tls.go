@@ -26,10 +26,17 @@ func PeerTLS(caCertPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 // on the next connection without a restart; open connections keep the
 // certificate they were made with.
 type PeerCert struct {
-	ca   *x509.Certificate
-	pool *x509.CertPool
-	cur  atomic.Pointer[tls.Certificate]
+	ca     *x509.Certificate
+	pool   *x509.CertPool
+	cur    atomic.Pointer[tls.Certificate]
+	refuse atomic.Pointer[func(*x509.Certificate) error]
 }
+
+// RefuseWith installs a check every handshake runs on the peer's verified
+// certificate, as server and as client: a non-nil error refuses the peer
+// (a revoked serial, a certificate that is not a node's). It takes effect
+// on the next handshake.
+func (p *PeerCert) RefuseWith(f func(leaf *x509.Certificate) error) { p.refuse.Store(&f) }
 
 // NewPeerCert checks certPEM and keyPEM against the CA (see Set) and holds
 // them.
@@ -109,6 +116,17 @@ func (p *PeerCert) Config() *tls.Config {
 			}
 			if _, err := verifyChain(cs.PeerCertificates, p.pool); err != nil {
 				return fmt.Errorf("peer tls: peer certificate: %w", err)
+			}
+			// A node's certificate is signed by the cluster CA itself: one
+			// signed below an intermediate (rollcall ca intermediate) could
+			// carry any common name, since name constraints do not cover it.
+			if err := cs.PeerCertificates[0].CheckSignatureFrom(p.ca); err != nil {
+				return errors.New("peer tls: peer certificate is not signed by the cluster ca itself (an intermediate's certificate is no node's)")
+			}
+			if f := p.refuse.Load(); f != nil {
+				if err := (*f)(cs.PeerCertificates[0]); err != nil {
+					return fmt.Errorf("peer tls: peer certificate refused: %w", err)
+				}
 			}
 			return nil
 		},

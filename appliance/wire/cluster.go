@@ -94,6 +94,12 @@ type JoinCodeView struct {
 // Removed answers DELETE /api/v1/cluster/members/{name}.
 type Removed struct {
 	Removed string `json:"removed"`
+	// RevokedCertificates counts the node's certificates revoked with it
+	// (by serial: refused at the TLS handshake on every node).
+	RevokedCertificates int `json:"revoked_certificates"`
+	// Note says why none were, when the cluster could not yet record
+	// revocations (a rolling upgrade in progress).
+	Note string `json:"note,omitempty"`
 }
 
 // Repaired answers POST /api/v1/cluster/members/{name}/repair.

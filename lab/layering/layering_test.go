@@ -95,7 +95,7 @@ var rules = map[string]rule{
 	"raftfsm/fsmtest": {why: "test support: the one harness that feeds synthetic log entries to the real FSM over a store",
 		imports: []string{"raftfsm", "store"}},
 	"webui": {why: "embedded static files: imports nothing of the module",
-		tests: []string{"appliance/nodetest", "appliance/overlay", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "store/inventory"}},
+		tests: []string{"appliance/node", "appliance/nodetest", "appliance/overlay", "appliance/pki", "appliance/wire", "lab/fleet", "lab/testenv", "power/ipmi/ipmitest", "raftfsm/cluster", "store/inventory"}},
 	"power": {why: "the Driver interface and the registry: a leaf every driver imports"},
 	"power/builtin": {why: "names every driver this module ships, explicitly (STYLE.md item 13)",
 		imports: []string{"power", "power/ipmi", "power/manual", "power/proxmox", "power/redfish"}},
@@ -278,6 +278,9 @@ var against = map[edge]string{
 	{"webui", "appliance/wire", true}: "the browser tests call a real node's API (appliance/nodetest) with its request types " +
 		"and read its answers as the API's own types",
 	{"webui", "appliance/overlay", true}: "the stateless browser test imports the example overlay the CLI's overlay import -example sends",
+	{"webui", "appliance/pki", true}: "the client-certificate browser test makes an administrator's key, CSR and .p12 with the code admin-cert request uses",
+	{"webui", "appliance/node", true}: "the client-certificate browser test starts its node with an HTTPS listener (node.Options)",
+	{"webui", "raftfsm/cluster", true}: "the client-certificate browser test shortens the version gate's report interval (cluster.Config) so the certificate commands open at once",
 }
 
 // testSupport are packages made for tests (and the lab's programs): tests of

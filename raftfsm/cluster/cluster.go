@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,7 +138,7 @@ func (c *Config) tune() {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if c.PeerCheck == nil {
-		c.PeerCheck = func(string) error { return nil }
+		c.PeerCheck = func(string, *x509.Certificate) error { return nil }
 	}
 }
 

@@ -104,7 +104,7 @@ func (c *Cluster) callHandler() http.Handler {
 				http.Error(w, "cluster certificate required", http.StatusUnauthorized)
 				return
 			}
-			if err := c.cfg.PeerCheck(cn); err != nil {
+			if err := c.cfg.PeerCheck(cn, cs.VerifiedChains[0][0]); err != nil {
 				http.Error(w, err.Error(), http.StatusForbidden)
 				return
 			}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -26,8 +27,14 @@ const (
 )
 
 // PeerCheck decides whether a verified client certificate may speak Raft or
-// call other nodes (for instance: not a removed node). It gets the CN.
-type PeerCheck func(cn string) error
+// call other nodes (for instance: not a removed node, not a revoked
+// serial). It gets the CN and the verified leaf certificate. Raft
+// connections already open are checked again every peerRecheckEvery, so a
+// revocation closes them too.
+type PeerCheck func(cn string, leaf *x509.Certificate) error
+
+// peerRecheckEvery is how often open Raft connections are checked again.
+const peerRecheckEvery = 5 * time.Second
 
 // mux accepts TLS connections and hands each to the listener of its
 // protocol.
@@ -48,6 +55,56 @@ type mux struct {
 	hsMu      sync.Mutex
 	hsTotal   int
 	hsPerAddr map[netip.Addr]int
+
+	// Raft connections accepted, with the peer each was admitted as.
+	liveMu sync.Mutex
+	live   map[*trackedConn]struct{}
+}
+
+// trackedConn is an accepted Raft connection; it leaves mux.live when
+// closed.
+type trackedConn struct {
+	*tls.Conn
+	m    *mux
+	cn   string
+	leaf *x509.Certificate
+	once sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.m.liveMu.Lock()
+		delete(t.m.live, t)
+		t.m.liveMu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+// recheck closes every open Raft connection whose peer check now fails.
+func (m *mux) recheck() {
+	m.liveMu.Lock()
+	conns := make([]*trackedConn, 0, len(m.live))
+	for c := range m.live {
+		conns = append(conns, c)
+	}
+	m.liveMu.Unlock()
+	for _, c := range conns {
+		if err := m.check(c.cn, c.leaf); err != nil {
+			m.log.Warn("cluster port: open raft connection closed: its peer is no longer admitted", "remote", c.RemoteAddr(), "peer", c.cn, "err", err)
+			c.Close()
+		}
+	}
+}
+
+func (m *mux) recheckLoop() {
+	t := time.NewTicker(peerRecheckEvery)
+	defer t.Stop()
+	for range t.C {
+		if m.closed.Load() {
+			return
+		}
+		m.recheck()
+	}
 }
 
 // Bounds on unauthenticated handshakes on the cluster port: a cluster has a
@@ -69,8 +126,10 @@ func newMux(ln net.Listener, cfg *tls.Config, verify func(tls.ConnectionState) (
 		rpc:  newChanListener(ln.Addr()),
 
 		hsPerAddr: map[netip.Addr]int{},
+		live:      map[*trackedConn]struct{}{},
 	}
 	go m.serve()
+	go m.recheckLoop()
 	return m
 }
 
@@ -149,12 +208,17 @@ func (m *mux) route(c net.Conn) {
 			c.Close()
 			return
 		}
-		if err := m.check(cn); err != nil {
+		leaf := cs.VerifiedChains[0][0]
+		if err := m.check(cn, leaf); err != nil {
 			m.log.Warn("cluster port: raft connection refused", "remote", c.RemoteAddr(), "peer", cn, "err", err)
 			c.Close()
 			return
 		}
-		m.raft.push(tc)
+		t := &trackedConn{Conn: tc, m: m, cn: cn, leaf: leaf}
+		m.liveMu.Lock()
+		m.live[t] = struct{}{}
+		m.liveMu.Unlock()
+		m.raft.push(t)
 	case alpnRPC:
 		// net/http hands a *tls.Conn with a non-HTTP ALPN to TLSNextProto
 		// and closes it otherwise; wrapped, it is served as HTTP/1.1 and the

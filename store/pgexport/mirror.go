@@ -329,6 +329,8 @@ type plan struct {
 	delJob     []string
 	delTag     []string
 	delRack    []string
+	delCert    []string
+	delAudit   []int64
 	delLayout  []string
 	upOS       []string // replaced with their versions
 	delOS      []string
@@ -359,6 +361,7 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 		tags, racks, layouts := map[string]bool{}, map[string]bool{}, map[string]bool{}
 		osImages, deploys := map[string]bool{}, map[string]bool{}
 		profiles, overlays, stateless := map[string]bool{}, map[string]bool{}, map[string]bool{}
+		certs, audit := map[string]bool{}, map[string]bool{}
 		for _, c := range changes {
 			switch c.Table {
 			case "machines", "inventory":
@@ -398,6 +401,10 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				stateless[c.Key] = true
 			case store.TableClusterVars:
 				p.vars = true
+			case "certificates":
+				certs[c.Key] = true
+			case "audit":
+				audit[c.Key] = true
 			case "net":
 				// The key (the bucket key in hex, store.Tx.NetRecord)
 				// names a fabric, a VLAN, a subnet or a range; the network
@@ -576,6 +583,26 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 			}
 			p.rows.add("racks", s.Table("racks").row(nil, rk))
 		}
+		for _, k := range sortedKeys(certs) {
+			c, ok := tx.Cert(k)
+			if !ok {
+				p.delCert = append(p.delCert, k)
+				continue
+			}
+			p.rows.add("certificates", s.Table("certificates").row(nil, c))
+		}
+		for _, k := range sortedKeys(audit) {
+			seq, err := strconv.ParseUint(k, 10, 64)
+			if err != nil {
+				return fmt.Errorf("change names audit event %q: %w", k, err)
+			}
+			e, ok := tx.AuditEventBySeq(seq)
+			if !ok {
+				p.delAudit = append(p.delAudit, int64(seq))
+				continue
+			}
+			p.rows.add("audit", s.Table("audit").row(nil, e))
+		}
 		for _, k := range sortedKeys(layouts) {
 			l, err := tx.Layout(k)
 			if errors.Is(err, store.ErrNotFound) {
@@ -727,6 +754,8 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 			{"bmc_jobs", "id", p.delJob, len(p.delJob)},
 			{"tags", "name", p.delTag, len(p.delTag)},
 			{"racks", "name", p.delRack, len(p.delRack)},
+			{"certificates", "serial", p.delCert, len(p.delCert)},
+			{"audit", "seq", p.delAudit, len(p.delAudit)},
 			{"layouts", "name", p.delLayout, len(p.delLayout)},
 			{"os_images", "name", p.delOS, len(p.delOS)}, // their versions go with them
 			{"deploy_jobs", "id", p.delDeploy, len(p.delDeploy)},

@@ -215,6 +215,30 @@ func (r *rowSet) addDHCPImagesJobs(tx *store.Tx) error {
 	})
 }
 
+// addCertsAudit adds every certificate record and audit event.
+func (r *rowSet) addCertsAudit(tx *store.Tx) error {
+	certs, err := tx.Certs("")
+	if err != nil {
+		return err
+	}
+	for _, c := range certs {
+		r.add("certificates", r.s.Table("certificates").row(nil, c))
+	}
+	for before := uint64(0); ; {
+		evs, err := tx.Audit(before, 1000)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			r.add("audit", r.s.Table("audit").row(nil, e))
+		}
+		if len(evs) < 1000 {
+			return nil
+		}
+		before = evs[len(evs)-1].Seq
+	}
+}
+
 // addTagsRacks adds every tag definition, rack and interface layout.
 func (r *rowSet) addTagsRacks(tx *store.Tx) error {
 	tags, err := tx.Tags()

@@ -31,7 +31,8 @@ import (
 // machine's latest deploy job).
 // 6: profiles, overlays, overlay_files (without their content) and
 // stateless_nodes (without the sealed SSH host key), cluster_vars.
-const SchemaVersion = 6
+// 7: certificates (by serial) and audit (administrators' actions).
+const SchemaVersion = 7
 
 // Column is one column of an exported table.
 type Column struct {
@@ -210,6 +211,16 @@ func specs() []spec {
 		{
 			name: "nodes", of: store.Node{}, primary: []string{"name"}, rename: rename,
 			comment: "Appliance nodes: the members of the Raft cluster.",
+		},
+		{
+			name: "certificates", of: store.CertRecord{}, primary: []string{"serial"}, rename: rename,
+			comment: "Certificates the cluster CA issued, by serial: node (each node's own and its HTTPS one), admin (admin:NAME client certificates), service (rollcall ca issue) and intermediate (rollcall ca intermediate). A revoked one has revoked set; records go a month after they end.",
+			indexes: [][]string{{"kind", "name"}},
+		},
+		{
+			name: "audit", of: store.AuditEvent{}, primary: []string{"seq"}, rename: rename,
+			comment: "The audit log: every administrator's write the cluster applied, with who (token or admin:NAME), from which address, through which node, the route, the command and the outcome (ok or the error). The newest 100,000 are kept.",
+			indexes: [][]string{{"actor"}, {"time"}},
 		},
 		{
 			name: "lease_blocks", of: store.LeaseBlock{}, primary: []string{"first"}, rename: rename,

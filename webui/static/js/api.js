@@ -11,6 +11,29 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
+// CERTIFICATE stands in for the token when the browser signed in with an
+// administrator's client certificate (rollcall admin-cert request, the
+// .p12 imported): requests then carry no Authorization header, and the
+// browser presents the certificate in the TLS handshake.
+export const CERTIFICATE = '@certificate';
+
+// signInByCertificate asks the node who it takes this browser for, with no
+// token: over HTTPS with an administrator's certificate the answer is
+// admin:NAME, and the app needs no sign-in. It returns the actor or ''.
+export async function signInByCertificate() {
+  if (location.protocol !== 'https:') return '';
+  try {
+    const res = await fetch('/api/v1/whoami', { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin' });
+    if (!res.ok) return '';
+    const who = await res.json();
+    if (who.via !== 'certificate') return '';
+    token.set(CERTIFICATE);
+    return who.actor;
+  } catch {
+    return '';
+  }
+}
+
 export class APIError extends Error {
   constructor(status, code, message, body) {
     super(message);
@@ -32,12 +55,13 @@ export function setUnauthorizedHandler(fn) { onUnauthorized = fn; }
 export async function request(method, path, body, { signal, auth = true, tok, type } = {}) {
   const headers = { Accept: 'application/json' };
   const t = tok ?? token.get();
-  if (auth && t) headers.Authorization = `Bearer ${t}`;
+  const byCert = t === CERTIFICATE;
+  if (auth && t && !byCert) headers.Authorization = `Bearer ${t}`;
   if (body !== undefined) headers['Content-Type'] = type || 'application/json';
   let res;
   try {
     res = await fetch(path, {
-      method, headers, signal, cache: 'no-store', credentials: 'omit',
+      method, headers, signal, cache: 'no-store', credentials: byCert ? 'same-origin' : 'omit',
       body: body === undefined ? undefined : (type ? body : JSON.stringify(body)),
     });
   } catch (e) {

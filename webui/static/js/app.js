@@ -3,10 +3,11 @@
 // fragment (#/machines/m-…), so the token and nothing else stays out of the
 // address bar and history.
 
-import { token, get, setUnauthorizedHandler, APIError, machines as machineList, statelessNodes } from './api.js';
+import { token, get, signInByCertificate, setUnauthorizedHandler, APIError, machines as machineList, statelessNodes } from './api.js';
 import { h, announce } from './dom.js';
 import * as overview from './overview.js';
 import * as doctor from './doctor.js';
+import * as access from './access.js';
 import * as machinesPage from './machines.js';
 import * as machinePage from './machine.js';
 import * as network from './network.js';
@@ -34,6 +35,7 @@ const NAV = [
   ['#/os', 'OS images', (p) => p.startsWith('os')],
   ['#/profiles', 'Profiles', (p) => p.startsWith('profiles') || p.startsWith('overlays')],
   ['#/doctor', 'Doctor', (p) => p.startsWith('doctor')],
+  ['#/access', 'Access', (p) => p.startsWith('access')],
 ];
 
 let cleanup = null;
@@ -59,6 +61,7 @@ function pageFor(r) {
   if (first === 'profiles') return [profiles, second ? `Profile ${second}` : 'Profiles'];
   if (first === 'overlays' && second) return [profiles, `Overlay ${second}`];
   if (first === 'doctor') return [doctor, 'Doctor'];
+  if (first === 'access') return [access, 'Access'];
   return [null, 'Not found'];
 }
 
@@ -219,7 +222,7 @@ let lastPath = null;
 // need, is requested at the same time.
 async function start() {
   clearTimeout(retryTimer);
-  if (!token.get()) { signIn(); return; }
+  if (!token.get() && !(await signInByCertificate())) { signIn(); return; }
   const r0 = route();
   const warm = !r0.parts[0] || (r0.parts[0] === 'machines' && !r0.parts[1]) ? machineList.subscribe(() => {}) : () => {};
   try {

@@ -3,7 +3,7 @@
 // copy; promote, remove, and "Sync now", which shows the node's streamed
 // progress lines (POST /api/v1/os/sync answers NDJSON) as they arrive.
 
-import { watch, post, del, enc, token, APIError } from './api.js';
+import { watch, post, del, enc, token, APIError, CERTIFICATE } from './api.js';
 import { h, section, table, empty, bytes, when, errorBox, announce } from './dom.js';
 import { dialog } from './actions.js';
 
@@ -142,9 +142,11 @@ function resultText(r) {
 // stream POSTs body and calls onLine with each NDJSON line of the answer as
 // it arrives. A refusal before the work started is a plain error answer.
 async function stream(path, body, onLine, signal) {
+  const byCert = token.get() === CERTIFICATE;
+  const headers = { Accept: 'application/x-ndjson', 'Content-Type': 'application/json' };
+  if (!byCert) headers.Authorization = `Bearer ${token.get()}`;
   const res = await fetch(path, {
-    method: 'POST', signal, cache: 'no-store', credentials: 'omit',
-    headers: { Accept: 'application/x-ndjson', 'Content-Type': 'application/json', Authorization: `Bearer ${token.get()}` },
+    method: 'POST', signal, cache: 'no-store', credentials: byCert ? 'same-origin' : 'omit', headers,
     body: JSON.stringify(body),
   });
   if (!res.ok) {
