@@ -278,9 +278,9 @@ var against = map[edge]string{
 	{"webui", "appliance/wire", true}: "the browser tests call a real node's API (appliance/nodetest) with its request types " +
 		"and read its answers as the API's own types",
 	{"webui", "appliance/overlay", true}: "the stateless browser test imports the example overlay the CLI's overlay import -example sends",
-	{"webui", "appliance/pki", true}: "the client-certificate browser test makes an administrator's key, CSR and .p12 with the code admin-cert request uses",
-	{"webui", "appliance/node", true}: "the client-certificate browser test starts its node with an HTTPS listener (node.Options)",
-	{"webui", "raftfsm/cluster", true}: "the client-certificate browser test shortens the version gate's report interval (cluster.Config) so the certificate commands open at once",
+	{"webui", "appliance/pki", true}:     "the client-certificate browser test makes an administrator's key, CSR and .p12 with the code admin-cert request uses",
+	{"webui", "appliance/node", true}:    "the client-certificate browser test starts its node with an HTTPS listener (node.Options)",
+	{"webui", "raftfsm/cluster", true}:   "the client-certificate browser test shortens the version gate's report interval (cluster.Config) so the certificate commands open at once",
 }
 
 // testSupport are packages made for tests (and the lab's programs): tests of
