@@ -324,6 +324,15 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 	f := newFleet(t)
 	f.commission(t, 0, 20)
 	f.tagsRacks(t)
+	// A certificate record and an audited write, for tables certificates
+	// and audit.
+	now0 := f.tick()
+	audited, err := raftfsm.NewAudited(&raftfsm.RackPut{Rack: raftfsm.Rack{Name: "R30", Height: 42}, Now: now0}, "admin:ada", "10.0.0.9", "node1", "PUT /api/v1/racks/:name", "/api/v1/racks/R30", now0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, &raftfsm.GateOpen{Types: map[string]uint8{"160": 1, "161": 1, "162": 1}}, // as the leader opens them once every node reads them
+		&raftfsm.CertPut{Cert: raftfsm.Cert{Serial: "0a01", Kind: "admin", Name: "ada", NotAfter: now0.Add(time.Hour), Issued: now0, IssuedBy: "token"}, Now: now0}, audited)
 	schema := schemaName(t)
 	m, _ := runMirror(t, f.db, srv.DSN(), schema, nil)
 	waitExported(t, m, f.db)
@@ -359,6 +368,8 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 			JSON: `{"interfaces": [{"type": "physical", "select": "boot", "mtu": 9000, "links": [{"subnet": "boot", "mode": "auto"}]}]}`}, Replace: true},
 		&raftfsm.MachineNetSet{Machine: pgtest.ID(3), SetLayout: true, Layout: "storage", Now: now},
 		&raftfsm.MachineNetSet{Machine: pgtest.ID(1), SetLayout: true, Now: now},
+		&raftfsm.CertRevoke{Kind: "admin", Name: "ada", By: "token", Require: true, Now: now},
+		&raftfsm.CertPut{Cert: raftfsm.Cert{Serial: "0a02", Kind: "node", Name: "node1", NotAfter: now.Add(time.Hour), Issued: now}, Now: now},
 	)
 	waitExported(t, m, f.db)
 	compareAll(t, conn, schema, f.db)
@@ -367,7 +378,10 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 		want    int
 	}{
 		{"tags", "SELECT count(*) FROM S.tags", 2},
-		{"racks", "SELECT count(*) FROM S.racks", 1},
+		{"racks", "SELECT count(*) FROM S.racks", 2},
+		{"certificates", "SELECT count(*) FROM S.certificates", 2},
+		{"revoked", "SELECT count(*) FROM S.certificates WHERE serial = '0a01' AND revoked IS NOT NULL AND revoked_by = 'token'", 1},
+		{"audited", "SELECT count(*) FROM S.audit WHERE actor = 'admin:ada' AND action = 'PUT /api/v1/racks/:name' AND outcome = 'ok' AND command = 'rack-put'", 1},
 		{"burn-in left", "SELECT count(*) FROM S.machines WHERE 'burn-in' = ANY(tags || auto_tags)", 0},
 		{"in R12", "SELECT count(*) FROM S.machines WHERE location_rack = 'R12' AND location_room = 'Hall C'", 3},
 		{"8-GPU machines", "SELECT count(*) FROM S.machines WHERE 'gpu' = ANY(auto_tags)", count("SELECT count(*) FROM S.machines WHERE summary_gpus = 8")},
