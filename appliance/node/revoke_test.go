@@ -43,11 +43,14 @@ func clusterStatus(addr string, cfg *tls.Config) error {
 // certificate is then refused at the TLS handshake on every other node.
 func TestRemovedNodeRevokedBySerial(t *testing.T) {
 	nodes := nodetest.StartCluster(t, 3, nodetest.Options{
-		RaftTune: func(c *cluster.Config) { c.VersionReportEvery = time.Second },
+		RaftTune: func(c *cluster.Config) { c.VersionReportEvery = 2 * time.Second },
 		Node:     func(o *node.Options) { o.HTTPSAddr = "127.0.0.1:0" },
 	})
 	first, gone := nodes[0], nodes[2]
-	nodetest.WaitFor(t, "node3's certificates to be recorded", func() bool {
+	// The records wait for the version gate to open the new command
+	// types: under the load of a full test run that can take longer than
+	// nodetest.WaitFor's 30 s.
+	waitLong(t, "node3's certificates to be recorded", func() bool {
 		var l wire.CertList
 		if first.Call(t, first.Admin, http.MethodGet, "/api/v1/ca/certificates?kind=node", "", &l) != http.StatusOK {
 			return false
@@ -102,5 +105,15 @@ func TestRemovedNodeRevokedBySerial(t *testing.T) {
 	// The members left still speak to each other.
 	if err := clusterStatus(nodes[1].Cluster().Advertise(), peerConfig(t, first.Dir)); err != nil {
 		t.Fatalf("node1 refused by node2 after the removal: %v", err)
+	}
+}
+
+// waitLong polls cond for up to two minutes.
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

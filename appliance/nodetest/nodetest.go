@@ -262,7 +262,13 @@ func (r Response) Decode(t testing.TB, v any) {
 	}
 }
 
-var client = &http.Client{Timeout: 2 * time.Minute}
+// client keeps up to 32 idle connections per node: tests call a node from
+// dozens of goroutines, and with net/http's default of two, every other
+// request opened a connection while the server still held the closed
+// ones, running into its 64-per-client limit (connlimit) under load.
+var client = &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{
+	Proxy: nil, MaxIdleConns: 256, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second,
+}}
 
 // Do sends a request to the node. body is nil (none), []byte or string
 // (sent as is), or anything else (sent as JSON); header holds name, value
