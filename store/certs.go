@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/hex"
 	"slices"
 	"strings"
 	"time"
@@ -59,8 +58,8 @@ func validCertKind(k string) bool {
 // same record again (a node repeating its report) is a no-op. Records of
 // certificates that ended a month before now are pruned here.
 func (t *Tx) PutCert(c CertRecord, now time.Time) error {
-	if b, err := hex.DecodeString(c.Serial); err != nil || len(b) == 0 || len(b) > 20 || c.Serial != strings.ToLower(c.Serial) {
-		return Errorf(ErrInvalid, "certificate serial %q: want 1 to 20 bytes of lower-case hex", c.Serial)
+	if !validSerial(c.Serial) {
+		return Errorf(ErrInvalid, "certificate serial %q: want 1 to 40 lower-case hex digits", Clip(c.Serial))
 	}
 	if !validCertKind(c.Kind) {
 		return Errorf(ErrInvalid, "certificate kind %q", c.Kind)
@@ -97,6 +96,20 @@ func (t *Tx) PutCert(c CertRecord, now time.Time) error {
 		return err
 	}
 	return t.touch(tableCluster)
+}
+
+// validSerial: a serial as big.Int.Text(16) writes it (an odd number of
+// digits is common: no leading zero), at most 20 bytes (RFC 5280).
+func validSerial(s string) bool {
+	if len(s) == 0 || len(s) > 40 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Cert returns the record of a serial.

@@ -27,6 +27,10 @@ func TestCertRecords(t *testing.T) {
 	put := func(c CertRecord) error {
 		return db.Update(func(tx *Tx) error { tx.Index++; return tx.PutCert(c, now) })
 	}
+	odd := CertRecord{Serial: "604eb65527b0d1320b5c7551ef0d234", Kind: CertAdmin, Name: "odd", NotAfter: now.Add(time.Hour), Issued: now}
+	if err := put(odd); err != nil {
+		t.Fatalf("a serial with an odd number of digits (big.Int.Text(16) has no leading zero): %v", err)
+	}
 	n3a := CertRecord{Serial: "0a01", Kind: CertNode, Name: "node3", NotAfter: now.Add(365 * 24 * time.Hour), Issued: now}
 	n3b := CertRecord{Serial: "0a02", Kind: CertNode, Name: "node3", NotAfter: now.Add(365 * 24 * time.Hour), Issued: now}
 	ada := CertRecord{Serial: "0b01", Kind: CertAdmin, Name: "ada", NotAfter: now.Add(365 * 24 * time.Hour), Issued: now}
@@ -42,6 +46,7 @@ func TestCertRecords(t *testing.T) {
 	for name, bad := range map[string]CertRecord{
 		"upper-case serial":      {Serial: "0A03", Kind: CertNode, Name: "x"},
 		"not hex":                {Serial: "zz", Kind: CertNode, Name: "x"},
+		"empty serial":           {Serial: "", Kind: CertNode, Name: "x"},
 		"too long":               {Serial: strings.Repeat("ab", 21), Kind: CertNode, Name: "x"},
 		"unknown kind":           {Serial: "0d01", Kind: "root", Name: "x"},
 		"no name":                {Serial: "0d02", Kind: CertNode},
