@@ -2,27 +2,16 @@ package store
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-func openCertDB(t *testing.T) *DB {
-	t.Helper()
-	db, err := Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 // TestCertRecords: records by serial, refused when malformed or clashing,
 // revoked by kind and name (or one serial), refused as peers when revoked
 // or recorded for someone else, and pruned a month after they end.
 func TestCertRecords(t *testing.T) {
-	db := openCertDB(t)
+	db := openNetDB(t)
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	put := func(c CertRecord) error {
 		return db.Update(func(tx *Tx) error { tx.Index++; return tx.PutCert(c, now) })
@@ -109,7 +98,7 @@ func TestCertRecords(t *testing.T) {
 // TestAuditLog: events are numbered, read newest first in pages, and the
 // oldest go past the bound.
 func TestAuditLog(t *testing.T) {
-	db := openCertDB(t)
+	db := openNetDB(t)
 	for i := range 25 {
 		if err := db.Update(func(tx *Tx) error {
 			tx.Index = uint64(100 + i)
