@@ -3,12 +3,9 @@ package agent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -19,12 +16,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rollcall/rollcall/agent/nodeenv"
 )
 
 // Errors a caller can tell apart: both are final, retrying cannot fix them.
 var (
-	// ErrCAMismatch: /ca.pem is not the certificate rollcall.ca= names.
-	ErrCAMismatch = errors.New("ca.pem does not match rollcall.ca")
+	// ErrCAMismatch: /ca.pem holds no certificate rollcall.ca= names.
+	ErrCAMismatch = nodeenv.ErrCAMismatch
 	// ErrTLS: the HTTPS peer failed verification against the pinned CA.
 	ErrTLS = errors.New("tls verification failed")
 )
@@ -110,26 +109,10 @@ func Connect(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// PinnedCA parses the first certificate of a PEM file and returns it only if
-// the SHA-256 of its DER equals fingerprint (hex, case and colons ignored).
+// PinnedCA is the certificate of the CA bundle pemBytes whose SHA-256
+// equals fingerprint (nodeenv.PinnedCA).
 func PinnedCA(pemBytes []byte, fingerprint string) (*x509.Certificate, error) {
-	want := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(fingerprint, "sha256:"), ":", ""))
-	if b, err := hex.DecodeString(want); err != nil || len(b) != sha256.Size {
-		return nil, fmt.Errorf("rollcall.ca=%q is not a SHA-256 fingerprint (64 hex digits)", fingerprint)
-	}
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("%w: no PEM certificate", ErrCAMismatch)
-	}
-	sum := sha256.Sum256(block.Bytes)
-	if hex.EncodeToString(sum[:]) != want {
-		return nil, fmt.Errorf("%w: sha256 %x, want %s", ErrCAMismatch, sum, want)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("ca.pem: %w", err)
-	}
-	return cert, nil
+	return nodeenv.PinnedCA(pemBytes, fingerprint)
 }
 
 // BaseURL is where API requests go (the HTTPS URL once TLS is set up).

@@ -55,7 +55,12 @@ func pair[R, B any](toBody func(R) B, toRecord func(B) R, notInLog map[string]st
 // bodies made since carry what a proposer decides, and the state machine
 // stamps the rest.
 var bodyPairs = []bodyPair{
-	pair(ClusterIdentityBody, ClusterIdentity.record, nil),
+	pair(ClusterIdentityBody, ClusterIdentity.record, map[string]string{
+		"PreviousCAs": "written only by CARotate",
+		"Rotated":     "CARotate's Now",
+		"RotatedBy":   "CARotate's By",
+	}),
+	pair(PreviousCABody, PreviousCA.record, nil),
 	pair(NodeBody, Node.record, nil),
 	pair(CertBody, Cert.record, map[string]string{"Revoked": "written only by CertRevoke", "RevokedBy": "written only by CertRevoke"}),
 	pair(JoinCodeBody, JoinCode.record, nil),

@@ -85,7 +85,55 @@ func certCommands() map[Type]commandInfo {
 		TypeCertPut:    {"cert-put", 1, func() Command { return &CertPut{} }},
 		TypeCertRevoke: {"cert-revoke", 1, func() Command { return &CertRevoke{} }},
 		TypeAudited:    {"audited", 1, func() Command { return &Audited{} }},
+		TypeCARotate:   {"ca-rotate", 1, func() Command { return &CARotate{} }},
 	}
+}
+
+// TypeCARotate replaces the cluster root (rollcall ca rotate). New after
+// the gate, like the rest of the family.
+const TypeCARotate Type = 163
+
+// CARotate makes CACertPEM (its key sealed in SealedCAKey) the cluster
+// root in place of From, which the proposer read; Previous is the list of
+// roots still trusted after it, newest first, each with the cross
+// certificate that certifies the new root under it. The proposer makes the
+// keys and certificates (they are random); applying only checks and
+// records them.
+type CARotate struct {
+	From        string       `json:"from"`
+	CACertPEM   string       `json:"ca_cert_pem"`
+	SealedCAKey []byte       `json:"sealed_ca_key"`
+	Previous    []PreviousCA `json:"previous"`
+	By          string       `json:"by,omitempty"`
+	Now         time.Time    `json:"now"`
+}
+
+// PreviousCA is store.PreviousCA in a CARotate.
+type PreviousCA struct {
+	CertPEM   string    `json:"cert_pem"`
+	SealedKey []byte    `json:"sealed_key"`
+	CrossPEM  string    `json:"cross_pem"`
+	Until     time.Time `json:"until"`
+}
+
+// PreviousCABody is the body of a previous root.
+func PreviousCABody(p store.PreviousCA) PreviousCA {
+	return PreviousCA{CertPEM: p.CertPEM, SealedKey: p.SealedKey, CrossPEM: p.CrossPEM, Until: p.Until}
+}
+
+func (p PreviousCA) record() store.PreviousCA {
+	return store.PreviousCA{CertPEM: p.CertPEM, SealedKey: p.SealedKey, CrossPEM: p.CrossPEM, Until: p.Until}
+}
+
+func (*CARotate) Type() Type     { return TypeCARotate }
+func (*CARotate) Version() uint8 { return 1 }
+
+func (c *CARotate) apply(tx *store.Tx) error {
+	prev := make([]store.PreviousCA, len(c.Previous))
+	for i, p := range c.Previous {
+		prev[i] = p.record()
+	}
+	return tx.RotateCA(c.From, c.CACertPEM, c.SealedCAKey, prev, c.By, c.Now)
 }
 
 // TypeAudited wraps an administrator's command with who made it; applying

@@ -320,6 +320,8 @@ func representativeCommands(t testing.TB) map[Type]Command {
 		&CertPut{Cert: Cert{Serial: "4a1f", Kind: "admin", Name: "ada", NotAfter: gt(71), Fingerprint: "ab12", Hosts: []string{"svc.lab"}, Permit: []string{"10.0.0.0/8"}, Issued: gt(70), IssuedBy: "token"}, Now: gt(70)},
 		&CertRevoke{Kind: "node", Name: "node3", Serial: "4a1f", By: "admin:ada", Require: true, Now: gt(72)},
 		&Audited{Actor: "admin:ada", From: "192.0.2.7", Node: "node1", Action: "DELETE /api/v1/racks/:name", Target: "/api/v1/racks/r1", Now: gt(73), Entry: []byte{106, 1, '{', '}'}},
+		&CARotate{From: "old ca pem", CACertPEM: "new ca pem", SealedCAKey: []byte("sealed new key"),
+			Previous: []PreviousCA{{CertPEM: "old ca pem", SealedKey: []byte("sealed old key"), CrossPEM: "cross pem", Until: gt(75)}}, By: "admin:ada", Now: gt(74)},
 	}
 	out := make(map[Type]Command, len(all))
 	for _, c := range all {

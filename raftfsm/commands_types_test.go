@@ -101,6 +101,7 @@ var pinnedTypes = map[string]struct {
 	"cert-put":    {160, 1},
 	"cert-revoke": {161, 1},
 	"audited":     {162, 1},
+	"ca-rotate":   {163, 1},
 
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},

@@ -40,6 +40,66 @@ type ClusterIdentity struct {
 	AgentTokenHash   string    `json:"agent_token_hash,omitempty"`
 	SealedAgentToken []byte    `json:"sealed_agent_token,omitempty"`
 	Created          time.Time `json:"created"`
+	// PreviousCAs are the roots `ca rotate` replaced that are still
+	// trusted, newest first. Only CARotate writes them, and only once the
+	// version gate opened that command on every member, so no binary that
+	// does not read the field ever meets it.
+	PreviousCAs []PreviousCA `json:"previous_cas,omitempty"`
+	// Rotated is when and by whom the current root was made by a rotation.
+	Rotated   time.Time `json:"rotated,omitzero"`
+	RotatedBy string    `json:"rotated_by,omitempty"`
+}
+
+// A PreviousCA is a cluster root replaced by `ca rotate`: trusted until
+// Until so that nodes and clients move to the new root without a break,
+// its key kept sealed as a backup, and its cross certificate (the current
+// root's subject and key certified by it) handed to peers that know only it.
+type PreviousCA struct {
+	CertPEM   string    `json:"cert_pem"`
+	SealedKey []byte    `json:"sealed_key"`
+	CrossPEM  string    `json:"cross_pem"`
+	Until     time.Time `json:"until"`
+}
+
+// PreviousCAs bounds how many replaced roots an identity keeps trusted.
+const PreviousCAs = 4
+
+// RotateCA replaces the cluster root with certPEM (its key sealedKey),
+// provided the current root is still from (a rotation based on a root
+// another rotation already replaced is refused). previous is the new list
+// of trusted earlier roots, newest first, starting with from.
+func (t *Tx) RotateCA(from, certPEM string, sealedKey []byte, previous []PreviousCA, by string, now time.Time) error {
+	id, err := t.Identity()
+	if err != nil {
+		return err
+	}
+	switch {
+	case id.CACertPEM != from:
+		return Errorf(ErrConflict, "the cluster CA changed since this rotation was prepared (another rotation came first): run it again")
+	case certPEM == "" || len(sealedKey) == 0:
+		return Errorf(ErrInvalid, "a rotation needs the new CA certificate and its sealed key")
+	case len(previous) == 0 || previous[0].CertPEM != from:
+		return Errorf(ErrInvalid, "a rotation keeps the root it replaces trusted first")
+	case len(previous) > PreviousCAs:
+		return Errorf(ErrInvalid, "a rotation keeps at most %d previous roots, not %d", PreviousCAs, len(previous))
+	}
+	for _, p := range previous {
+		if p.CertPEM == certPEM {
+			return Errorf(ErrInvalid, "the new CA is one of the previous ones")
+		}
+		if p.CrossPEM == "" || !p.Until.After(now) {
+			return Errorf(ErrInvalid, "every previous root kept needs its cross certificate and an end after now")
+		}
+	}
+	id.CACertPEM, id.SealedCAKey, id.PreviousCAs = certPEM, sealedKey, previous
+	id.Rotated, id.RotatedBy = now, by
+	if err := t.putJSON(bucketCluster, keyIdentity, id); err != nil {
+		return err
+	}
+	if err := t.logChange(TableClusterCAs, "", OpPut); err != nil {
+		return err
+	}
+	return t.touch(tableCluster)
 }
 
 const (
@@ -70,8 +130,15 @@ func (t *Tx) PutIdentity(id ClusterIdentity) error {
 	if err := t.putJSON(bucketCluster, keyIdentity, id); err != nil {
 		return err
 	}
+	// No change-log entry: a bootstrap is older than any export, whose
+	// first full pass carries the root (and ClusterInit must write what
+	// binaries before cluster_cas wrote).
 	return t.touch(tableCluster)
 }
+
+// TableClusterCAs names the cluster's CA roots in the change log (the
+// identity's certificates; the export reloads them whole).
+const TableClusterCAs = "cluster_cas"
 
 // Nodes returns the appliance nodes, by name.
 func (t *Tx) Nodes() ([]Node, error) {

@@ -12,7 +12,10 @@ package nodeenv
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -288,4 +291,48 @@ func SplitCmdline(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// ErrCAMismatch: the CA bundle holds no certificate rollcall.ca= names.
+var ErrCAMismatch = errors.New("ca.pem does not match rollcall.ca")
+
+// PinnedCA returns the certificate of a CA bundle (the cluster's ca.pem:
+// the current root first, then any a rotation keeps trusted) whose SHA-256
+// of the DER equals fingerprint (hex; "sha256:", case and colons ignored).
+// The pin may name any root of the bundle: a machine that booted just
+// before a rotation pins the old one, and the node's HTTPS chain carries the
+// cross certificate that leads to it. At most 8 blocks are read.
+func PinnedCA(pemBytes []byte, fingerprint string) (*x509.Certificate, error) {
+	want := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(fingerprint, "sha256:"), ":", ""))
+	if b, err := hex.DecodeString(want); err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("rollcall.ca=%q is not a SHA-256 fingerprint (64 hex digits)", fingerprint)
+	}
+	var first string
+	rest := pemBytes
+	for range 8 {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		sum := sha256.Sum256(b.Bytes)
+		got := hex.EncodeToString(sum[:])
+		if first == "" {
+			first = got
+		}
+		if got == want {
+			cert, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("ca.pem: %w", err)
+			}
+			return cert, nil
+		}
+	}
+	if first == "" {
+		return nil, fmt.Errorf("%w: no PEM certificate", ErrCAMismatch)
+	}
+	return nil, fmt.Errorf("%w: its first certificate has fingerprint %s, and none has the pinned %s", ErrCAMismatch, first, want)
 }

@@ -56,8 +56,9 @@ type Config struct {
 	HTTPAddr  func() string
 	HTTPSAddr func() string
 	// CAFingerprint is the cluster CA's SHA-256 in hex, handed to the agent
-	// so that it can check the CA it fetches; "" leaves it out.
-	CAFingerprint string
+	// so that it can check the CA it fetches (asked at each boot: a CA
+	// rotation changes it); nil or "" leaves it out.
+	CAFingerprint func() string
 	// BootToken mints the agent token a commissioning boot script hands
 	// out, bound to the MAC that asked.
 	BootToken func(mac string) (string, error)

@@ -86,8 +86,10 @@ func (s *Server) tlsArgs(host string) []string {
 		_, port, _ := net.SplitHostPort(httpsAddr)
 		args = append(args, "rollcall.tls=https://"+net.JoinHostPort(h, port))
 	}
-	if s.conf.CAFingerprint != "" {
-		args = append(args, "rollcall.ca="+s.conf.CAFingerprint)
+	if s.conf.CAFingerprint != nil {
+		if fp := s.conf.CAFingerprint(); fp != "" {
+			args = append(args, "rollcall.ca="+fp)
+		}
 	}
 	return args
 }

@@ -32,7 +32,8 @@ func TestAdminCertActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	s := &Server{cfg: Config{CACert: ca.Cert.Raw, DB: db}}
+	trust := pki.NewTrust(ca.Cert, nil, nil)
+	s := &Server{cfg: Config{Trust: func() *pki.Trust { return trust }, DB: db}}
 	record := func(c *x509.Certificate, kind, name string, revoked bool) {
 		rec := store.CertRecord{Serial: pki.SerialHex(c), Kind: kind, Name: name, NotAfter: c.NotAfter, Issued: now}
 		if err := db.Update(func(tx *store.Tx) error {

@@ -39,6 +39,7 @@ func (s *Server) certRoutes() []Route {
 		{"POST", "/api/v1/ca/issue", AuthAdmin, "sign a CSR for another service: server authentication for the hosts, client too with client", wire.ServiceCertRequest{}, s.postServiceCert},
 		{"POST", "/api/v1/ca/intermediates", AuthAdmin, "sign a name-constrained intermediate CA (one level; permitted DNS domains and CIDRs)", wire.IntermediateRequest{}, s.postIntermediate},
 		{"DELETE", "/api/v1/ca/certificates/:serial", AuthAdmin, "revoke one recorded certificate by serial", nil, s.deleteCert},
+		{"POST", "/api/v1/ca/rotate", AuthAdmin, "make a new cluster root (yes: true); the old one stays trusted for the transition (default 720h) while every node re-issues its certificates", wire.CARotateRequest{}, s.postCARotate},
 	}
 }
 
@@ -93,7 +94,7 @@ func (s *Server) issue(c *gin.Context, kind, name string, hosts, permit []string
 	}
 	s.log.Info("certificate issued", "kind", kind, "name", name, "serial", rec.Serial, "by", actor(c), "remote", c.ClientIP())
 	setIndex(c, idx)
-	c.JSON(http.StatusCreated, wire.IssuedCert{Cert: wireCert(rec, now), PEM: string(certPEM), CAPEM: string(s.cfg.CAPEM), Index: idx})
+	c.JSON(http.StatusCreated, wire.IssuedCert{Cert: wireCert(rec, now), PEM: string(certPEM), CAPEM: string(s.caBundle()), Index: idx})
 	return nil
 }
 
@@ -231,29 +232,21 @@ func (s *Server) revokeNode(c *gin.Context, name string) (int, string) {
 // named admin:NAME, recorded for that administrator and not revoked. It
 // returns the actor, or an error that says why the certificate is refused.
 func (s *Server) adminCertActor(chain []*x509.Certificate) (string, error) {
-	roots := x509.NewCertPool()
-	if ca, err := x509.ParseCertificate(s.cfg.CACert); err == nil {
-		roots.AddCert(ca)
-	}
-	inter := x509.NewCertPool()
-	for _, c := range chain[1:] {
-		inter.AddCert(c)
-	}
 	leaf := chain[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+	// Signed by a root itself (pki.Trust.Verify): below an intermediate,
+	// a certificate could carry any common name (name constraints do not
+	// cover it).
+	if err := s.cfg.Trust().Verify(chain, x509.ExtKeyUsageClientAuth, time.Now()); err != nil {
 		var inv x509.CertificateInvalidError
 		switch {
+		case errors.Is(err, pki.ErrBelowIntermediate):
+			return "", errors.New("it is not signed by the cluster CA itself (an intermediate's certificate is no administrator's)")
 		case errors.As(err, &inv) && inv.Reason == x509.Expired:
 			return "", fmt.Errorf("it is outside its validity (%s to %s)", leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339))
 		case errors.As(err, &inv) && inv.Reason == x509.IncompatibleUsage:
 			return "", errors.New("it is not for client authentication")
 		}
 		return "", fmt.Errorf("it does not verify against the cluster CA: %v", err)
-	}
-	// Signed by the root itself: below an intermediate, a certificate
-	// could carry any common name (name constraints do not cover it).
-	if ca, err := x509.ParseCertificate(s.cfg.CACert); err != nil || leaf.CheckSignatureFrom(ca) != nil {
-		return "", errors.New("it is not signed by the cluster CA itself (an intermediate's certificate is no administrator's)")
 	}
 	name, ok := strings.CutPrefix(leaf.Subject.CommonName, pki.AdminPrefix)
 	if !ok || name == "" {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -33,9 +32,8 @@ func (s *Server) getCluster(c *gin.Context) error {
 		return err
 	}
 	leader, _ := s.cfg.Cluster.Leader()
-	ca, _ := x509.ParseCertificate(s.cfg.CACert)
 	setIndex(c, idx)
-	c.JSON(http.StatusOK, wire.ClusterView{Node: s.cfg.Name, Leader: leader, CAFingerprint: pki.FingerprintHex(ca), Members: convert(members, wireMember), Nodes: convert(nodes, wireNode)})
+	c.JSON(http.StatusOK, wire.ClusterView{Node: s.cfg.Name, Leader: leader, CAFingerprint: pki.FingerprintHex(s.cfg.Trust().Current), Members: convert(members, wireMember), Nodes: convert(nodes, wireNode)})
 	return nil
 }
 
@@ -50,12 +48,8 @@ func (s *Server) postJoinCode(c *gin.Context) error {
 	if err != nil || ttl < time.Minute || ttl > 7*24*time.Hour {
 		return BadRequest("ttl must be a duration between 1m and 168h, such as 60m")
 	}
-	ca, err := x509.ParseCertificate(s.cfg.CACert)
-	if err != nil {
-		return err
-	}
 	now := time.Now().UTC()
-	code, err := pki.NewJoinCode(s.cfg.Cluster.Advertise(), pki.Fingerprint(ca), now.Add(ttl).Truncate(time.Second))
+	code, err := pki.NewJoinCode(s.cfg.Cluster.Advertise(), pki.Fingerprint(s.cfg.Trust().Current), now.Add(ttl).Truncate(time.Second))
 	if err != nil {
 		return err
 	}

@@ -325,7 +325,7 @@ func (s *Server) getJobSelf(c *gin.Context) error {
 			return err
 		}
 		out = wire.JobSelf{
-			ID: j.ID, Machine: j.Machine, Kind: j.Kind, Wipe: j.Wipe, CAPEM: string(s.cfg.CAPEM), Cancel: j.Cancel,
+			ID: j.ID, Machine: j.Machine, Kind: j.Kind, Wipe: j.Wipe, CAPEM: string(s.caBundle()), Cancel: j.Cancel,
 			Disk: wire.SelfDisk{Serial: j.Disk.Serial, WWN: j.Disk.WWN, Name: j.Disk.Name, Size: j.Disk.Size},
 		}
 		if j.Kind != store.JobKindDeploy {
@@ -356,7 +356,7 @@ func (s *Server) getJobSelf(c *gin.Context) error {
 		}
 		ud, err := deploy.UserData(deploy.Seed{
 			JobID: j.ID, Hostname: j.Hostname, FQDN: j.FQDN, PhoneHome: serverBase(c) + "/api/v1/phone-home/" + url.PathEscape(tok),
-			CAPEM: string(s.cfg.CAPEM), UserData: j.UserData, Tags: deploy.TagFragments(m, tags),
+			CAPEM: string(s.caBundle()), UserData: j.UserData, Tags: deploy.TagFragments(m, tags),
 		})
 		if err != nil {
 			// A tag's fragment refused by the seed (store.CheckTag lets

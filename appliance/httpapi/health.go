@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"time"
@@ -67,16 +66,9 @@ func (s *Server) getHealth(c *gin.Context) error {
 // getCA serves the cluster CA certificate over plain HTTP: agents and
 // clients fetch it and accept it only by its SHA-256 fingerprint.
 func (s *Server) getCA(c *gin.Context) error {
-	c.Data(http.StatusOK, "application/x-pem-file", s.cfg.CAPEM)
+	c.Data(http.StatusOK, "application/x-pem-file", s.caBundle())
 	return nil
 }
 
-// getCAView describes the cluster CA certificate (never its key).
-func (s *Server) getCAView(c *gin.Context) error {
-	ca, err := x509.ParseCertificate(s.cfg.CACert)
-	if err != nil {
-		return fmt.Errorf("the cluster CA certificate: %w", err)
-	}
-	c.JSON(http.StatusOK, wireCA(ca, s.cfg.CAPEM))
-	return nil
-}
+// caBundle is the roots this node trusts in PEM, the current one first.
+func (s *Server) caBundle() []byte { return s.cfg.Trust().BundlePEM() }

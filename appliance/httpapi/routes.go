@@ -49,7 +49,7 @@ func (s *Server) coreRoutes() []Route {
 		{"GET", "/", AuthNone, "the web UI (redirects to /ui/)", nil, ui},
 		{"GET", "/ui/*path", AuthNone, "the web UI: HTML, CSS and JavaScript modules embedded in the binary", nil, ui},
 		{"GET", "/metrics", AuthNone, "Prometheus metrics", nil, wrap(promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))},
-		{"GET", "/ca.pem", AuthNone, "the cluster CA certificate (check it by its SHA-256)", nil, s.getCA},
+		{"GET", "/ca.pem", AuthNone, "the cluster CA certificates, the current one first, then any still trusted after a rotation (check it by its SHA-256)", nil, s.getCA},
 		{"GET", "/api/v1/health", AuthNone, "node, leader, applied index, ok", nil, s.getHealth},
 		{"GET", "/api/v1/openapi.json", AuthNone, "this document", nil, s.getOpenAPI},
 
@@ -59,7 +59,7 @@ func (s *Server) coreRoutes() []Route {
 		{"POST", "/api/v1/boot-tokens", AuthAdmin, "mint the agent token a boot script hands one MAC", wire.BootTokenRequest{}, s.postBootToken},
 
 		{"GET", "/api/v1/cluster", AuthAdmin, "members, voters, leader, applied index, last contact", nil, s.getCluster},
-		{"GET", "/api/v1/ca", AuthNone, "the cluster CA: fingerprint, subject, serial, validity, path length and PEM (public, as /ca.pem)", nil, s.getCAView},
+		{"GET", "/api/v1/ca", AuthNone, "the cluster CA: fingerprint, subject, serial, validity, path length and PEM, and the roots a rotation replaced that are still trusted (public, as /ca.pem)", nil, s.getCAView},
 		{"POST", "/api/v1/cluster/join-codes", AuthAdmin, "a one-time join code for a new node", wire.JoinCodeRequest{}, s.postJoinCode},
 		{"DELETE", "/api/v1/cluster/members/:name", AuthAdmin, "remove a node from the cluster", nil, s.deleteMember},
 		{"POST", "/api/v1/cluster/members/:name/repair", AuthAdmin, "rebuild a node's store from the leader's (after a consistency check found it damaged)", nil, s.postRepair},

@@ -64,9 +64,11 @@ type Config struct {
 	// OpenCA unseals the cluster CA to sign a certificate request
 	// (admin, service and intermediate certificates). Nil: refused.
 	OpenCA func() (*pki.CA, error)
-	// CAPEM is the cluster CA served at /ca.pem; CACert the same in DER,
-	// for its fingerprint (cluster view, join codes).
-	CAPEM, CACert []byte
+	// Trust is the cluster roots the node holds now: the current one
+	// (served at /ca.pem with any previous ones still trusted, its
+	// fingerprint in the cluster view and join codes) and, during a CA
+	// rotation's transition, the previous ones.
+	Trust func() *pki.Trust
 	// Metrics is the node's registry: /metrics serves it, and the API
 	// counts its requests in it.
 	Metrics *prometheus.Registry
@@ -162,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 		s.facts = &tagrule.FactsCache{}
 	}
 	s.net = &netAPI{s: s, pending: map[netip.Addr]bool{}}
-	s.overlays = &overlay.Renderer{Key: cfg.Key, CAPEM: cfg.CAPEM}
+	s.overlays = &overlay.Renderer{Key: cfg.Key, CAPEM: s.caBundle}
 	s.nodeLimiter = newWindowLimiter(nodeCallsPerMinute, time.Minute, jobLimiterKeys)
 	s.seen = newSeenWriter(min(store.SeenInterval, s.refresh()))
 	s.failer = Failer{Log: cfg.Log, Classifiers: []Classifier{clusterErrors, bootfilesErrors, osErrors, deployErrors, statelessErrors}}

@@ -236,7 +236,7 @@ var unconverted = map[string]string{
 	"PowerRequest": "a request", "BootdevRequest": "a request", "BMCRequest": "a request", "ExportRequest": "a request",
 	"BootTokenRequest": "a request", "JoinRequest": "a request between nodes",
 	"EnlistReply": "written by its handler", "CommissionReply": "written by its handler", "BMCHintReply": "written from the configuration's hint",
-	"JoinCodeView": "written from the minted code", "CAView": "written from the CA certificate by wireCA", "BootTokenReply": "written from the minted token", "JoinReply": "written by the join listener",
+	"JoinCodeView": "written from the minted code", "CAView": "written from the CA certificate by wireCA", "CAState": "written from the cluster identity by caState", "PreviousCA": "written from the cluster identity by caState", "CARotateRequest": "a request", "BootTokenReply": "written from the minted token", "JoinReply": "written by the join listener",
 	"AdminCertRequest": "a request", "ServiceCertRequest": "a request", "IntermediateRequest": "a request",
 	"IssuedCert": "written from the signed certificate and its record", "CertList": "a list of CertView", "CertsRevoked": "a count",
 	"WhoAmI": "written from the request's actor", "AuditLog": "a list of AuditEvent",

@@ -160,7 +160,7 @@ func (n *Node) loadPeerCert() (*pki.PeerCert, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load node key: %w", err)
 	}
-	return pki.NewPeerCert(n.caPEM, cert, key)
+	return pki.NewPeerCert(n.trust.Load(), cert, key)
 }
 
 // Every certificate this node holds (its node certificate and its HTTPS

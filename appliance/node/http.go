@@ -25,7 +25,7 @@ func (n *Node) apiConfig() httpapi.Config {
 		hints[mac] = httpapi.BMCHint{Driver: h.Driver, Address: h.Address, User: h.User, Password: h.Password}
 	}
 	return httpapi.Config{
-		Name: n.opts.Name, Log: n.log, DB: n.db, Cluster: n.cluster, Key: n.key, CAPEM: n.caPEM, CACert: n.caCert,
+		Name: n.opts.Name, Log: n.log, DB: n.db, Cluster: n.cluster, Key: n.key, Trust: n.trust.Load,
 		OpenCA:  func() (*pki.CA, error) { ca, _, err := n.openSecrets(); return ca, err },
 		Metrics: n.reg, Power: n.power, Jobs: n.jobs, Boot: n.boot, Blobs: n.blobs, OS: n.os,
 		Export: n.export.Load, Parts: n.sup.status, Background: n.background(), RedfishDetect: n.opts.RedfishDetect,

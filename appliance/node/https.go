@@ -119,11 +119,14 @@ func (n *Node) httpsHosts() []string {
 }
 
 // renewHTTPSCert issues a certificate when there is none, when the hosts
-// changed, or when it expires within a month.
+// changed, when it expires within a month, or when the cluster root was
+// rotated.
 func (n *Node) renewHTTPSCert(now time.Time) error {
 	hosts := n.httpsHosts()
 	cur := n.httpsCert.Load()
-	if cur != nil && slices.Equal(cur.hosts, hosts) && now.Add(httpsRenewAhead).Before(cur.leaf.NotAfter) {
+	trust := n.trust.Load()
+	if cur != nil && slices.Equal(cur.hosts, hosts) && now.Add(httpsRenewAhead).Before(cur.leaf.NotAfter) &&
+		cur.leaf.CheckSignatureFrom(trust.Current) == nil { // a rotated root re-issues it
 		return nil
 	}
 	ca, _, err := n.openSecrets()
@@ -134,7 +137,9 @@ func (n *Node) renewHTTPSCert(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	pair, err := tls.X509KeyPair(append(certPEM, n.caPEM...), keyPEM)
+	// After the leaf: the cross certificates and the roots, so a client
+	// that still pins a previous root verifies the new leaf (pki.Trust).
+	pair, err := tls.X509KeyPair(slices.Concat(certPEM, trust.CrossPEM(), trust.BundlePEM()), keyPEM)
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	n.log.Info("node joined: certificate issued", "peer", req.Name, "raft", req.RaftAddr)
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(wire.JoinReply{CACert: string(n.caPEM), Cert: string(cert), MasterKey: hex.EncodeToString(n.key[:]), AdminToken: token})
+	json.NewEncoder(w).Encode(wire.JoinReply{CACert: string(n.trust.Load().BundlePEM()), Cert: string(cert), MasterKey: hex.EncodeToString(n.key[:]), AdminToken: token})
 }
 
 // openSecrets unseals the CA key and the first admin token kept in the store.
@@ -226,7 +226,7 @@ func (n *Node) openSecrets() (*pki.CA, string, error) {
 	}); err != nil {
 		return nil, "", fmt.Errorf("cluster identity: %w", err)
 	}
-	keyPEM, err := n.key.Open(id.SealedCAKey, []byte(aadCAKey))
+	keyPEM, err := n.key.Open(id.SealedCAKey, []byte(pki.CAKeyAAD))
 	if err != nil {
 		return nil, "", err
 	}

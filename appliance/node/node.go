@@ -107,13 +107,14 @@ type Node struct {
 	db      *store.DB
 	cluster *cluster.Cluster
 	key     pki.MasterKey
-	caPEM   []byte
-	caCert  []byte // DER, for the fingerprint
-	reg     *prometheus.Registry
-	http    *http.Server
-	httpLn  net.Listener
-	api     http.Handler
-	conf    FileConfig
+	// trust is the cluster roots this node holds (more than one during a
+	// CA rotation's transition: trust.go).
+	trust  atomic.Pointer[pki.Trust]
+	reg    *prometheus.Registry
+	http   *http.Server
+	httpLn net.Listener
+	api    http.Handler
+	conf   FileConfig
 
 	power        *power.Registry
 	export       atomic.Pointer[pgexport.Runner] // nil without postgres_export
@@ -304,6 +305,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	n.sup.run("node-cert", n.keepNodeCert)
 	n.sup.run("cert-records", n.keepCertRecords)
+	n.sup.run("ca-trust", n.keepTrust)
 	n.sup.run("image-sync", n.boot.Run)
 	n.sup.run("os-sync", n.os.Run)
 	n.sup.run("bmc-jobs", n.jobs.Run)
@@ -343,7 +345,7 @@ func (n *Node) createIdentity() error {
 	if err != nil {
 		return err
 	}
-	sealed, err := key.Seal(caKeyPEM, []byte(aadCAKey))
+	sealed, err := key.Seal(caKeyPEM, []byte(pki.CAKeyAAD))
 	if err != nil {
 		return err
 	}
@@ -359,7 +361,6 @@ func (n *Node) createIdentity() error {
 
 const (
 	nodeCertTTL   = 365 * 24 * time.Hour
-	aadCAKey      = "cluster/ca-key"
 	aadAdminToken = "cluster/admin-token"
 	aadAgentToken = "cluster/agent-token"
 )
@@ -413,11 +414,15 @@ func (n *Node) loadIdentity() error {
 	if err != nil {
 		return fmt.Errorf("load cluster CA: %w", err)
 	}
-	ca, err := pki.ParseCertPEM(caPEM)
+	crossPEM, err := os.ReadFile(n.path(dirTLS, fileCACross))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("load cluster CA cross certificates: %w", err)
+	}
+	t, err := pki.ParseTrust(caPEM, crossPEM)
 	if err != nil {
 		return fmt.Errorf("load cluster CA: %w", err)
 	}
-	n.caPEM, n.caCert = caPEM, ca.Raw
+	n.trust.Store(t)
 	return nil
 }
 
@@ -454,15 +459,11 @@ func (n *Node) startCluster() error {
 // newBootFiles builds the boot-file side from the node's configuration,
 // store and cluster.
 func (n *Node) newBootFiles() (*bootfiles.Server, error) {
-	fingerprint := ""
-	if ca, err := x509.ParseCertificate(n.caCert); err == nil {
-		fingerprint = pki.FingerprintHex(ca)
-	}
 	return bootfiles.New(bootfiles.Config{
 		DB: n.db, Cluster: n.cluster, Node: n.opts.Name, Blobs: n.blobs, Templates: n.bootTmpl, Metrics: n.bootCounters,
 		CommissionImage: n.conf.CommissionImage, CommissionAppend: n.conf.CommissionAppend,
 		IPXEDir: n.conf.IPXEDir, PXELinuxDir: n.conf.PXELinuxDir, SyslinuxDir: n.conf.SyslinuxDir,
-		HTTPAddr: n.HTTPAddr, HTTPSAddr: n.HTTPSAddr, CAFingerprint: fingerprint,
+		HTTPAddr: n.HTTPAddr, HTTPSAddr: n.HTTPSAddr, CAFingerprint: n.caFingerprint,
 		BootToken: func(mac string) (string, error) {
 			tok, _, err := boottoken.Mint(n.key, mac, time.Now(), boottoken.TTL)
 			return tok, err
@@ -535,7 +536,7 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	}
 	now := time.Now().UTC()
 	id := store.ClusterIdentity{
-		CACertPEM: string(n.caPEM), SealedCAKey: n.pendingCAKey,
+		CACertPEM: string(n.trust.Load().CurrentPEM()), SealedCAKey: n.pendingCAKey,
 		AdminTokenHash: tokenHash, SealedAdminToken: sealedToken,
 		AgentTokenHash: agentHash, SealedAgentToken: sealedAgent, Created: now,
 	}

@@ -165,7 +165,7 @@ func fileOf(t *testing.T, files []overlay.File, p string) overlay.File {
 // every node, the node's own host key and the munge key in its own tree.
 func TestComputeOverlayGoldens(t *testing.T) {
 	c := newCluster(t, "server", "gpu", "storage")
-	r := &overlay.Renderer{Key: c.key, CAPEM: []byte("-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n")}
+	r := &overlay.Renderer{Key: c.key, CAPEM: func() []byte { return []byte("-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n") }}
 	var sys, run []overlay.File
 	c.view(t, func(tx *store.Tx) (err error) {
 		if sys, err = r.Tree(tx, overlay.Target{Machine: c.ids[1], Secrets: true}, store.TreeSystem); err != nil {

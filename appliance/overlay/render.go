@@ -237,8 +237,9 @@ func (p parsedFile) render(d *Data) ([]byte, error) {
 type Renderer struct {
 	// Key unseals nodes' host keys and the munge key.
 	Key pki.MasterKey
-	// CAPEM is the cluster CA (.CA).
-	CAPEM []byte
+	// CAPEM is the cluster's CA bundle (.CA), asked at each render: a CA
+	// rotation changes it.
+	CAPEM func() []byte
 
 	mu     sync.Mutex
 	parsed map[string]parsedOverlay // by overlay name
@@ -488,7 +489,9 @@ func (r *Renderer) input(tx *store.Tx, t Target, override map[string]parsedOverl
 		in.data.Vars = map[string]string{}
 	}
 	maps.Copy(in.data.Vars, p.Vars)
-	in.data.CA = string(r.CAPEM)
+	if r.CAPEM != nil {
+		in.data.CA = string(r.CAPEM())
+	}
 	in.overlays = slices.Clone(p.Overlays)
 	tags := tx.TableIndex(store.TableTags)
 	for _, tag := range in.data.Node.Tags {

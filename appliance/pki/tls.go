@@ -1,33 +1,37 @@
 package pki
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // PeerTLS returns the tls.Config a node uses for node-to-node traffic, both
-// when it listens and when it dials, holding certPEM for good. A node whose
-// certificate is renewed while it runs uses NewPeerCert and its Config.
+// when it listens and when it dials, holding certPEM for good under the one
+// CA in caCertPEM. A node whose certificate is renewed while it runs uses
+// NewPeerCert and its Config.
 func PeerTLS(caCertPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	p, err := NewPeerCert(caCertPEM, certPEM, keyPEM)
+	trust, err := ParseTrust(caCertPEM, nil)
+	if err != nil {
+		return nil, fmt.Errorf("peer tls: %w", err)
+	}
+	p, err := NewPeerCert(trust, certPEM, keyPEM)
 	if err != nil {
 		return nil, err
 	}
 	return p.Config(), nil
 }
 
-// PeerCert is a node's current certificate under the cluster CA. The
-// configs Config returns read it at every handshake, so Set takes effect
-// on the next connection without a restart; open connections keep the
-// certificate they were made with.
+// PeerCert is a node's current certificate under the cluster CA, and the
+// roots it trusts (a Trust: more than one during a CA rotation). The configs
+// Config returns read both at every handshake, so Set and SetTrust take
+// effect on the next connection without a restart; open connections keep
+// what they were made with.
 type PeerCert struct {
-	ca     *x509.Certificate
-	pool   *x509.CertPool
+	trust  atomic.Pointer[Trust]
 	cur    atomic.Pointer[tls.Certificate]
 	refuse atomic.Pointer[func(*x509.Certificate) error]
 }
@@ -38,27 +42,47 @@ type PeerCert struct {
 // on the next handshake.
 func (p *PeerCert) RefuseWith(f func(leaf *x509.Certificate) error) { p.refuse.Store(&f) }
 
-// NewPeerCert checks certPEM and keyPEM against the CA (see Set) and holds
-// them.
-func NewPeerCert(caCertPEM, certPEM, keyPEM []byte) (*PeerCert, error) {
-	caCert, err := ParseCertPEM(caCertPEM)
-	if err != nil {
-		return nil, fmt.Errorf("peer tls: ca: %w", err)
-	}
-	p := &PeerCert{ca: caCert, pool: x509.NewCertPool()}
-	p.pool.AddCert(caCert)
+// NewPeerCert checks certPEM and keyPEM against the trusted roots (see Set)
+// and holds them.
+func NewPeerCert(trust *Trust, certPEM, keyPEM []byte) (*PeerCert, error) {
+	p := &PeerCert{}
+	p.trust.Store(trust)
 	if err := p.Set(certPEM, keyPEM); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// Set replaces the certificate. It refuses a pair whose key does not match
-// and a certificate the cluster CA did not sign, leaving the old one in
-// place. Only the signature is checked, not validity dates: a node whose
-// clock is off should still start and report handshake errors, but a
-// certificate from another cluster is a configuration mistake.
+// Trust is the set of roots held now.
+func (p *PeerCert) Trust() *Trust { return p.trust.Load() }
+
+// SetTrust replaces the trusted roots (the end of a rotation's
+// transition) and re-forms the held certificate's chain to match. It
+// refuses a set under which the held certificate would not verify: Replace
+// changes both at once.
+func (p *PeerCert) SetTrust(t *Trust) error {
+	cur := p.cur.Load()
+	if !t.Signed(cur.Leaf) {
+		return errors.New("peer tls: the node certificate is not signed by any root of the new set")
+	}
+	next := *cur
+	next.Certificate = append([][]byte{cur.Certificate[0]}, t.Extra()...)
+	p.trust.Store(t)
+	p.cur.Store(&next)
+	return nil
+}
+
+// Set replaces the certificate under the roots held now (see Replace).
 func (p *PeerCert) Set(certPEM, keyPEM []byte) error {
+	return p.Replace(p.trust.Load(), certPEM, keyPEM)
+}
+
+// Replace holds the roots t and the certificate. It refuses a pair whose
+// key does not match and a certificate no root of t signed, leaving the
+// old ones in place. Only the signature is checked, not validity dates: a
+// node whose clock is off should still start and report handshake errors,
+// but a certificate from another cluster is a configuration mistake.
+func (p *PeerCert) Replace(t *Trust, certPEM, keyPEM []byte) error {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return fmt.Errorf("peer tls: node certificate and key: %w", err)
@@ -67,15 +91,16 @@ func (p *PeerCert) Set(certPEM, keyPEM []byte) error {
 	if err != nil {
 		return fmt.Errorf("peer tls: node certificate: %w", err)
 	}
-	if err := leaf.CheckSignatureFrom(p.ca); err != nil {
-		return fmt.Errorf("peer tls: node certificate is not signed by the cluster ca: %w", err)
+	if !t.Signed(leaf) {
+		return errors.New("peer tls: node certificate is not signed by the cluster ca")
 	}
 	pair.Leaf = leaf
-	// The chain carries the CA certificate after the leaf, so a joining
-	// node that pins the CA fingerprint (PinnedTLS) can find it.
-	if !slices.ContainsFunc(pair.Certificate[1:], func(der []byte) bool { return bytes.Equal(der, p.ca.Raw) }) {
-		pair.Certificate = append(pair.Certificate, p.ca.Raw)
-	}
+	// The chain carries the CA certificates after the leaf (Trust.Extra),
+	// so a joining node that pins the CA fingerprint (PinnedTLS) can find
+	// it, and during a rotation a peer that knows only the old root can
+	// verify a leaf under the new one.
+	pair.Certificate = append(pair.Certificate[:1], t.Extra()...)
+	p.trust.Store(t)
 	p.cur.Store(&pair)
 	return nil
 }
@@ -88,9 +113,10 @@ func (p *PeerCert) Leaf() *x509.Certificate { return p.cur.Load().Leaf }
 // As a server it asks for, but does not require, a client certificate signed
 // by the CA: a node that is joining has no certificate yet and must still be
 // able to reach the join endpoint. Protocols that need an authenticated peer
-// check PeerVerified on the connection.
+// check PeerVerified on the connection. The roots it verifies a client
+// against are the ones held at the handshake (GetConfigForClient).
 //
-// As a client it verifies the server's chain against the CA itself in
+// As a client it verifies the server's chain against the roots itself in
 // VerifyConnection (InsecureSkipVerify only turns off the standard check,
 // which would insist on a hostname): peers are addressed by IP:port and
 // their certificates need not name that address. Any extended key usage is
@@ -99,10 +125,10 @@ func (p *PeerCert) Leaf() *x509.Certificate { return p.cur.Load().Leaf }
 // NextProtos is left empty for the caller to set.
 func (p *PeerCert) Config() *tls.Config {
 	current := func() *tls.Certificate { return p.cur.Load() }
-	return &tls.Config{
+	cfg := &tls.Config{
 		GetCertificate:       func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current(), nil },
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return current(), nil },
-		ClientCAs:            p.pool,
+		ClientCAs:            p.trust.Load().Pool(),
 		ClientAuth:           tls.VerifyClientCertIfGiven,
 		InsecureSkipVerify:   true, // replaced by VerifyConnection below
 		VerifyConnection: func(cs tls.ConnectionState) error {
@@ -114,14 +140,8 @@ func (p *PeerCert) Config() *tls.Config {
 			if len(cs.PeerCertificates) == 0 {
 				return nil
 			}
-			if _, err := verifyChain(cs.PeerCertificates, p.pool); err != nil {
+			if err := p.trust.Load().Verify(cs.PeerCertificates, x509.ExtKeyUsageAny, time.Now()); err != nil {
 				return fmt.Errorf("peer tls: peer certificate: %w", err)
-			}
-			// A node's certificate is signed by the cluster CA itself: one
-			// signed below an intermediate (rollcall ca intermediate) could
-			// carry any common name, since name constraints do not cover it.
-			if err := cs.PeerCertificates[0].CheckSignatureFrom(p.ca); err != nil {
-				return errors.New("peer tls: peer certificate is not signed by the cluster ca itself (an intermediate's certificate is no node's)")
 			}
 			if f := p.refuse.Load(); f != nil {
 				if err := (*f)(cs.PeerCertificates[0]); err != nil {
@@ -132,6 +152,15 @@ func (p *PeerCert) Config() *tls.Config {
 		},
 		MinVersion: tls.VersionTLS13,
 	}
+	// The server's client-certificate check reads the roots held at each
+	// handshake, not the ones held when Config was called.
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		c := cfg.Clone()
+		c.GetConfigForClient = nil
+		c.ClientCAs = p.trust.Load().Pool()
+		return c, nil
+	}
+	return cfg
 }
 
 // PeerVerified reports whether a completed server-side connection carries a

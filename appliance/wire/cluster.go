@@ -153,3 +153,30 @@ type GateStatus struct {
 	Pending []string `json:"pending,omitempty"` // e.g. "gate-probe v2"
 	Waiting []string `json:"waiting,omitempty"` // the members the gate waits for, and why
 }
+
+// CAState is the cluster's roots: the current one and those a rotation
+// replaced that are still trusted (until TrustedUntil).
+type CAState struct {
+	CAView
+	Rotated   time.Time    `json:"rotated,omitzero"`
+	RotatedBy string       `json:"rotated_by,omitempty"`
+	Previous  []PreviousCA `json:"previous,omitempty"`
+	// BundlePEM is every trusted root, the current one first: what a
+	// client keeps as its CA file during a transition.
+	BundlePEM string `json:"bundle_pem"`
+}
+
+// PreviousCA is a replaced root still trusted until TrustedUntil.
+type PreviousCA struct {
+	CAView
+	TrustedUntil time.Time `json:"trusted_until"`
+}
+
+// CARotateRequest asks for a new cluster root (rollcall ca rotate). Yes
+// must be true: a rotation re-issues every node's certificates.
+// Transition is how long the replaced root stays trusted (a Go duration,
+// 1h to 8760h; default 720h).
+type CARotateRequest struct {
+	Yes        bool   `json:"yes"`
+	Transition string `json:"transition,omitempty"`
+}

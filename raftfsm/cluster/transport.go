@@ -120,6 +120,18 @@ const (
 func newMux(ln net.Listener, cfg *tls.Config, verify func(tls.ConnectionState) (string, bool), check PeerCheck, log *slog.Logger) *mux {
 	srv := cfg.Clone()
 	srv.NextProtos = []string{alpnRaft, alpnRPC}
+	if get := srv.GetConfigForClient; get != nil {
+		// A config that picks its settings per handshake (pki.PeerCert:
+		// the roots held at that moment) still speaks our protocols.
+		srv.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+			c, err := get(h)
+			if c != nil {
+				c = c.Clone()
+				c.NextProtos = srv.NextProtos
+			}
+			return c, err
+		}
+	}
 	m := &mux{
 		ln: ln, tls: srv, check: check, verify: verify, log: log,
 		raft: newChanListener(ln.Addr()),

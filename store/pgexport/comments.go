@@ -4,6 +4,15 @@ package pgexport
 // enough (units, encodings, what NULL means); every other generated column
 // is documented with the Go field it comes from.
 var columnComments = map[string]string{
+	"cluster_cas.fingerprint":       "SHA-256 of the root certificate's DER, lower-case hex (what rollcall ca show prints after SHA256:)",
+	"cluster_cas.role":              "current (signs everything issued now) or previous (replaced by a rotation, still trusted)",
+	"cluster_cas.subject":           "the root's subject",
+	"cluster_cas.serial":            "the root certificate's serial, lower-case hex",
+	"cluster_cas.not_before":        "start of the root certificate's validity",
+	"cluster_cas.not_after":         "end of the root certificate's validity",
+	"cluster_cas.trusted_until":     "a previous root: when its transition ends and nodes stop trusting it; NULL for the current one",
+	"cluster_cas.rotated":           "the current root: when the rotation that made it ran; NULL for the first root and previous ones",
+	"cluster_cas.rotated_by":        "the current root: who ran that rotation (token or admin:NAME)",
 	"machines.id":                   "machine ID: m- and 12 hex digits",
 	"machines.name":                 "operator-given name (a DNS label), empty when none",
 	"machines.state":                "lifecycle state: new, commissioning, ready (later versions add more)",

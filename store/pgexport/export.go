@@ -214,6 +214,9 @@ func produce(db *store.DB, s *Schema, out chan<- *rowSet, stop <-chan struct{}, 
 		if err := rs.addTagsRacks(stx); err != nil {
 			return err
 		}
+		if err := rs.addClusterCAs(stx); err != nil {
+			return err
+		}
 		if err := rs.addCertsAudit(stx); err != nil {
 			return err
 		}

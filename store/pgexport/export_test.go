@@ -25,7 +25,7 @@ func TestSchemaFromGoTypes(t *testing.T) {
 	}
 	want := []string{"machines", "machine_macs", "bmcs", "inventories", "dimms", "cpus", "disks", "nvme",
 		"nvme_namespaces", "nics", "ib_hcas", "ib_ports", "gpus", "pci_devices", "lldp_neighbors",
-		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes", "certificates", "audit",
+		"inventory_errors", "events", "fabrics", "vlans", "subnets", "ranges", "addresses", "nodes", "certificates", "cluster_cas", "audit",
 		"lease_blocks", "leases", "images", "image_files", "tags", "racks", "layouts", "os_images", "os_versions", "deploy_jobs",
 		"profiles", "overlays", "overlay_files", "stateless_nodes", "cluster_vars", "bmc_jobs"}
 	var names []string

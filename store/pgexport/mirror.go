@@ -341,6 +341,7 @@ type plan struct {
 	delNodeOf  []string // stateless nodes, by machine
 	net        bool     // fabrics, VLANs, subnets and ranges are reloaded
 	vars       bool     // the cluster's variables are reloaded
+	cas        bool     // the cluster's CA roots are reloaded
 }
 
 func (m *Mirror) read(after uint64) (*plan, error) {
@@ -403,6 +404,8 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				p.vars = true
 			case "certificates":
 				certs[c.Key] = true
+			case store.TableClusterCAs:
+				p.cas = true
 			case "audit":
 				audit[c.Key] = true
 			case "net":
@@ -653,6 +656,11 @@ func (m *Mirror) read(after uint64) (*plan, error) {
 				return err
 			}
 		}
+		if p.cas {
+			if err := p.rows.addClusterCAs(tx); err != nil {
+				return err
+			}
+		}
 		if p.net {
 			return p.rows.addNetwork(tx)
 		}
@@ -801,6 +809,14 @@ func (m *Mirror) apply(ctx context.Context, conn *pgx.Conn, after uint64, p *pla
 				return err
 			}
 			if err := copyRows(s.Table("cluster_vars")); err != nil {
+				return err
+			}
+		}
+		if p.cas {
+			if err := exec("DELETE FROM " + ident(schema, "cluster_cas")); err != nil {
+				return err
+			}
+			if err := copyRows(s.Table("cluster_cas")); err != nil {
 				return err
 			}
 		}

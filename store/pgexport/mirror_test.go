@@ -2,6 +2,13 @@ package pgexport
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net/netip"
 	"strings"
 	"sync"
@@ -331,7 +338,9 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.apply(t, &raftfsm.GateOpen{Types: map[string]uint8{"160": 1, "161": 1, "162": 1}}, // as the leader opens them once every node reads them
+	rootA, rootB := selfSignedPEM(t, "root A"), selfSignedPEM(t, "root B")
+	f.apply(t, &raftfsm.ClusterInit{Identity: raftfsm.ClusterIdentity{CACertPEM: rootA, SealedCAKey: []byte("sealed"), AdminTokenHash: "00", Created: now0}},
+		&raftfsm.GateOpen{Types: map[string]uint8{"160": 1, "161": 1, "162": 1, "163": 1}}, // as the leader opens them once every node reads them
 		&raftfsm.CertPut{Cert: raftfsm.Cert{Serial: "0a01", Kind: "admin", Name: "ada", NotAfter: now0.Add(time.Hour), Issued: now0, IssuedBy: "token"}, Now: now0}, audited)
 	schema := schemaName(t)
 	m, _ := runMirror(t, f.db, srv.DSN(), schema, nil)
@@ -345,6 +354,9 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 		return n
+	}
+	if got := count("SELECT count(*) FROM S.cluster_cas WHERE role = 'current' AND subject = 'CN=root A' AND rotated IS NULL"); got != 1 {
+		t.Fatalf("full export: %d current roots A, want 1", got)
 	}
 	gpus := count("SELECT count(*) FROM S.machines WHERE summary_gpus > 0")
 	if gpus == 0 {
@@ -370,6 +382,8 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 		&raftfsm.MachineNetSet{Machine: pgtest.ID(1), SetLayout: true, Now: now},
 		&raftfsm.CertRevoke{Kind: "admin", Name: "ada", By: "token", Require: true, Now: now},
 		&raftfsm.CertPut{Cert: raftfsm.Cert{Serial: "0a02", Kind: "node", Name: "node1", NotAfter: now.Add(time.Hour), Issued: now}, Now: now},
+		&raftfsm.CARotate{From: rootA, CACertPEM: rootB, SealedCAKey: []byte("sealed B"), By: "admin:ada", Now: now,
+			Previous: []raftfsm.PreviousCA{{CertPEM: rootA, SealedKey: []byte("sealed"), CrossPEM: "cross", Until: now.Add(time.Hour)}}},
 	)
 	waitExported(t, m, f.db)
 	compareAll(t, conn, schema, f.db)
@@ -378,6 +392,9 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 		want    int
 	}{
 		{"tags", "SELECT count(*) FROM S.tags", 2},
+		{"roots", "SELECT count(*) FROM S.cluster_cas", 2},
+		{"current root", "SELECT count(*) FROM S.cluster_cas WHERE role = 'current' AND subject = 'CN=root B' AND rotated_by = 'admin:ada' AND trusted_until IS NULL", 1},
+		{"previous root", "SELECT count(*) FROM S.cluster_cas WHERE role = 'previous' AND subject = 'CN=root A' AND trusted_until IS NOT NULL AND length(fingerprint) = 64", 1},
 		{"racks", "SELECT count(*) FROM S.racks", 2},
 		{"certificates", "SELECT count(*) FROM S.certificates", 2},
 		{"revoked", "SELECT count(*) FROM S.certificates WHERE serial = '0a01' AND revoked IS NOT NULL AND revoked_by = 'token'", 1},
@@ -395,4 +412,20 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.what, got, c.want)
 		}
 	}
+}
+
+// selfSignedPEM is a CA certificate named cn (its key is thrown away).
+func selfSignedPEM(t *testing.T, cn string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

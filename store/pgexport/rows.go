@@ -3,13 +3,17 @@ package pgexport
 import (
 	"bytes"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rollcall/rollcall/store"
 	"github.com/rollcall/rollcall/store/inventory"
@@ -237,6 +241,59 @@ func (r *rowSet) addCertsAudit(tx *store.Tx) error {
 		}
 		before = evs[len(evs)-1].Seq
 	}
+}
+
+// clusterCA is one of the cluster's CA roots, a row of cluster_cas.
+type clusterCA struct {
+	Fingerprint  string    `json:"fingerprint"`
+	Role         string    `json:"role"`
+	Subject      string    `json:"subject"`
+	Serial       string    `json:"serial"`
+	NotBefore    time.Time `json:"not_before"`
+	NotAfter     time.Time `json:"not_after"`
+	TrustedUntil time.Time `json:"trusted_until,omitzero"`
+	Rotated      time.Time `json:"rotated,omitzero"`
+	RotatedBy    string    `json:"rotated_by,omitempty"`
+}
+
+// addClusterCAs adds the current root and the previous ones still in their
+// transition at the proposer's last rotation (all that were kept).
+func (r *rowSet) addClusterCAs(tx *store.Tx) error {
+	id, err := tx.Identity()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	row := func(certPEM, role string) (clusterCA, error) {
+		b, _ := pem.Decode([]byte(certPEM))
+		if b == nil {
+			return clusterCA{}, fmt.Errorf("cluster ca (%s): no PEM block", role)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return clusterCA{}, fmt.Errorf("cluster ca (%s): %w", role, err)
+		}
+		sum := sha256.Sum256(c.Raw)
+		return clusterCA{Fingerprint: hex.EncodeToString(sum[:]), Role: role, Subject: c.Subject.String(), Serial: c.SerialNumber.Text(16),
+			NotBefore: c.NotBefore.UTC(), NotAfter: c.NotAfter.UTC()}, nil
+	}
+	cur, err := row(id.CACertPEM, "current")
+	if err != nil {
+		return err
+	}
+	cur.Rotated, cur.RotatedBy = id.Rotated, id.RotatedBy
+	r.add("cluster_cas", r.s.Table("cluster_cas").row(nil, cur))
+	for _, p := range id.PreviousCAs {
+		prev, err := row(p.CertPEM, "previous")
+		if err != nil {
+			return err
+		}
+		prev.TrustedUntil = p.Until
+		r.add("cluster_cas", r.s.Table("cluster_cas").row(nil, prev))
+	}
+	return nil
 }
 
 // addTagsRacks adds every tag definition, rack and interface layout.

@@ -32,7 +32,8 @@ import (
 // 6: profiles, overlays, overlay_files (without their content) and
 // stateless_nodes (without the sealed SSH host key), cluster_vars.
 // 7: certificates (by serial) and audit (administrators' actions).
-const SchemaVersion = 7
+// 8: cluster_cas (the current root and those a rotation keeps trusted).
+const SchemaVersion = 8
 
 // Column is one column of an exported table.
 type Column struct {
@@ -216,6 +217,10 @@ func specs() []spec {
 			name: "certificates", of: store.CertRecord{}, primary: []string{"serial"}, rename: rename,
 			comment: "Certificates the cluster CA issued, by serial: node (each node's own and its HTTPS one), admin (admin:NAME client certificates), service (rollcall ca issue) and intermediate (rollcall ca intermediate). A revoked one has revoked set; records go a month after they end.",
 			indexes: [][]string{{"kind", "name"}},
+		},
+		{
+			name: "cluster_cas", of: clusterCA{}, primary: []string{"fingerprint"},
+			comment: "The cluster's CA roots: the current one (role current) and those rollcall ca rotate replaced that are still trusted (role previous, until trusted_until). Certificates only: the keys are never exported.",
 		},
 		{
 			name: "audit", of: store.AuditEvent{}, primary: []string{"seq"}, rename: rename,

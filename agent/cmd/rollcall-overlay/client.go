@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -230,14 +227,9 @@ func (c *Client) connect(ctx context.Context) error {
 // is fingerprint (the agent's rule, agent.PinnedCA, kept here so that this
 // binary does not link the agent).
 func pinnedCA(pemBytes []byte, fingerprint string) (*x509.Certificate, error) {
-	want := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(fingerprint, "sha256:"), ":", ""))
-	block, _ := pem.Decode(pemBytes)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("%w: ca.pem holds no certificate", errPin)
+	ca, err := nodeenv.PinnedCA(pemBytes, fingerprint)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errPin, err)
 	}
-	sum := sha256.Sum256(block.Bytes)
-	if hex.EncodeToString(sum[:]) != want {
-		return nil, fmt.Errorf("%w: ca.pem has fingerprint %x, not the rollcall.ca= one", errPin, sum)
-	}
-	return x509.ParseCertificate(block.Bytes)
+	return ca, nil
 }
