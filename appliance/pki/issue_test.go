@@ -1008,3 +1008,55 @@ func TestEncodePKCS12(t *testing.T) {
 		}
 	})
 }
+
+// FuzzSignCSR feeds any bytes as a CSR to every signer: none panics, and
+// whatever is signed carries only what the signer grants (admin: the
+// admin:NAME common name, no SANs, client auth only; service: only its
+// hosts; intermediate: critical name constraints).
+func FuzzSignCSR(f *testing.F) {
+	for _, cn := range []string{"ada", "admin:ada", "svc", "int"} {
+		_, csr, err := NewKeyAndCSR(cn, []string{"svc.lab", "10.0.0.1"})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(csr)
+		_, csr, _ = NewKeyAndCSR(cn, nil)
+		f.Add(csr)
+	}
+	ca, err := NewCA("fuzz", testNow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, csr []byte) {
+		if pemCert, err := ca.SignAdmin(csr, "ada", testNow, time.Hour); err == nil {
+			c := issCert(t, pemCert)
+			if c.Subject.CommonName != AdminPrefix+"ada" || len(c.DNSNames)+len(c.IPAddresses)+len(c.EmailAddresses)+len(c.URIs) != 0 ||
+				!slices.Equal(c.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) || c.IsCA {
+				t.Fatalf("admin certificate carries more than it was granted: CN %q, SANs %v %v, EKU %v", c.Subject.CommonName, c.DNSNames, c.IPAddresses, c.ExtKeyUsage)
+			}
+		}
+		hosts := []string{"svc.lab", "10.0.0.1"}
+		if pemCert, err := ca.SignService(csr, "svc", hosts, false, testNow, time.Hour); err == nil {
+			c := issCert(t, pemCert)
+			for _, d := range c.DNSNames {
+				if d != "svc.lab" {
+					t.Fatalf("service certificate names %q", d)
+				}
+			}
+			for _, ip := range c.IPAddresses {
+				if ip.String() != "10.0.0.1" {
+					t.Fatalf("service certificate names %s", ip)
+				}
+			}
+			if c.IsCA || len(c.EmailAddresses)+len(c.URIs) != 0 {
+				t.Fatal("service certificate is a CA or names more")
+			}
+		}
+		if pemCert, err := ca.SignIntermediate(csr, "int", []string{"lab.example"}, testNow, time.Hour); err == nil {
+			c := issCert(t, pemCert)
+			if !c.IsCA || !c.PermittedDNSDomainsCritical || !hasNameConstraints(c) || IsCross(c) {
+				t.Fatal("intermediate without critical name constraints")
+			}
+		}
+	})
+}
