@@ -7,11 +7,17 @@ import (
 	"github.com/rollcall/rollcall/store"
 )
 
-// Certificate records (160–169 are this family's). Both types are new
+// Certificate records, the audit wrapper and CA rotation (50–59 are this
+// family's). The numbers lack the ignorable bit (FlagIgnorable) on purpose:
+// a build from before the gate skips an unknown ignorable type silently, so
+// one put back on a node after the gate opened these would skip audited
+// writes and drift; on a plain type it stops, saying it is older than the
+// leader. (They were 160–163 in main between 210b373 and this change, never
+// released.) All are new
 // after the gate: the leader writes them only once every member reads them.
 const (
-	TypeCertPut    Type = 160
-	TypeCertRevoke Type = 161
+	TypeCertPut    Type = 50
+	TypeCertRevoke Type = 51
 )
 
 // Cert is store.CertRecord in a CertPut. The revocation fields are left
@@ -91,7 +97,7 @@ func certCommands() map[Type]commandInfo {
 
 // TypeCARotate replaces the cluster root (rollcall ca rotate). New after
 // the gate, like the rest of the family.
-const TypeCARotate Type = 163
+const TypeCARotate Type = 53
 
 // CARotate makes CACertPEM (its key sealed in SealedCAKey) the cluster
 // root in place of From, which the proposer read; Previous is the list of
@@ -138,7 +144,7 @@ func (c *CARotate) apply(tx *store.Tx) error {
 
 // TypeAudited wraps an administrator's command with who made it; applying
 // it applies the command and appends an audit event with its outcome.
-const TypeAudited Type = 162
+const TypeAudited Type = 52
 
 // Audited is an administrator's command (Entry, an encoded command) with
 // the audit facts the proposer knew: who, from where, through which node,

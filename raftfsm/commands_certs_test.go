@@ -18,7 +18,7 @@ import (
 func TestAudited(t *testing.T) {
 	l := fsmtest.Open(t)
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	if err := l.Apply(&raftfsm.GateOpen{Types: map[string]uint8{"160": 1, "161": 1, "162": 1}}); err != nil {
+	if err := l.Apply(&raftfsm.GateOpen{Types: map[string]uint8{"50": 1, "51": 1, "52": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	wrap := func(c raftfsm.Command) *raftfsm.Audited {
@@ -61,7 +61,7 @@ func TestAudited(t *testing.T) {
 
 	// Closed in the gate: the wrapper does not smuggle its command in.
 	closed := fsmtest.Open(t)
-	if err := closed.Apply(&raftfsm.GateOpen{Types: map[string]uint8{"162": 1}}); err != nil {
+	if err := closed.Apply(&raftfsm.GateOpen{Types: map[string]uint8{"52": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	a := wrap(&raftfsm.CertPut{Cert: raftfsm.Cert{Serial: "0a01", Kind: "admin", Name: "ada", NotAfter: now.Add(time.Hour), Issued: now}, Now: now})

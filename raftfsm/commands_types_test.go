@@ -98,10 +98,10 @@ var pinnedTypes = map[string]struct {
 	"gate-open":     {151, 1},
 	"gate-probe":    {152, 2},
 
-	"cert-put":    {160, 1},
-	"cert-revoke": {161, 1},
-	"audited":     {162, 1},
-	"ca-rotate":   {163, 1},
+	"cert-put":    {50, 1},
+	"cert-revoke": {51, 1},
+	"audited":     {52, 1},
+	"ca-rotate":   {53, 1},
 
 	// Ignorable (FlagIgnorable, 0x80): a node that does not know it skips it.
 	"state-check": {0x8A, 1},

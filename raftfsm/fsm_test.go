@@ -214,7 +214,7 @@ func TestDecodeRejects(t *testing.T) {
 	cases := map[string][]byte{
 		"empty":         nil,
 		"short":         {1},
-		"unknown type":  {51, 1, '{', '}'},
+		"unknown type":  {59, 1, '{', '}'},
 		"version zero":  {byte(raftfsm.TypeMachineCreate), 0, '{', '}'},
 		"version newer": {byte(raftfsm.TypeMachineCreate), 9, '{', '}'},
 		"bad json":      {byte(raftfsm.TypeMachineCreate), 1, '{'},

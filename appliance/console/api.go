@@ -43,6 +43,9 @@ type Source interface {
 	// Doctor is GET /api/v1/doctor: the checks of the node the console
 	// asks, each ok, warn or fail with what to do (rollcall doctor).
 	Doctor(ctx context.Context) (wire.DoctorReport, error)
+	// CA is GET /api/v1/ca: the cluster's current root and the roots a
+	// rotation replaced that are still trusted.
+	CA(ctx context.Context) (wire.CAState, error)
 	// Access is who may act and what they did: the certificates the
 	// cluster CA recorded (GET /api/v1/ca/certificates) and the newest
 	// audit events (GET /api/v1/audit).

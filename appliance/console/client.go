@@ -138,6 +138,13 @@ func (c *Client) Doctor(ctx context.Context) (wire.DoctorReport, error) {
 	return v, err
 }
 
+// CA implements Source.
+func (c *Client) CA(ctx context.Context) (wire.CAState, error) {
+	var v wire.CAState
+	err := c.do(ctx, readTimeout, http.MethodGet, "/api/v1/ca", nil, &v)
+	return v, err
+}
+
 // Access implements Source.
 func (c *Client) Access(ctx context.Context) (wire.CertList, wire.AuditLog, error) {
 	var certs wire.CertList

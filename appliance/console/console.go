@@ -575,11 +575,15 @@ func (c *console) fetch(ctx context.Context, what string) func() {
 		}
 		return ok(func() { c.images = im })
 	case what == "access":
+		ca, err := c.src.CA(ctx)
+		if err != nil {
+			return fail(err)
+		}
 		certs, audit, err := c.src.Access(ctx)
 		if err != nil {
 			return fail(err)
 		}
-		return ok(func() { c.access = &accessView{certs: certs, audit: audit} })
+		return ok(func() { c.access = &accessView{ca: ca, certs: certs, audit: audit} })
 	case what == "doctor":
 		r, err := c.src.Doctor(ctx)
 		if err != nil {

@@ -465,6 +465,23 @@ func (f *fleet) Do(_ context.Context, a Action) (string, error) {
 	return "", errors.New("unknown action " + a.Kind)
 }
 
+// CA is a cluster whose root was rotated three days ago: the replaced
+// root stays trusted for the 30-day transition.
+func (f *fleet) CA(context.Context) (wire.CAState, error) {
+	rotated := ago(3 * 24 * time.Hour)
+	return wire.CAState{
+		CAView: wire.CAView{Fingerprint: "15860131cf605b8c57a43a60b325f566d79bf6b7ac9a565ef89f6070076c99f3", Subject: "CN=Rollcall cluster CA 2026-03-11T15:00:00Z",
+			Serial: "4f2a9c", NotBefore: rotated.Add(-5 * time.Minute), NotAfter: rotated.AddDate(10, 0, 0), MaxPathLen: 1, PEM: "-----BEGIN CERTIFICATE-----\n(new root)\n-----END CERTIFICATE-----\n"},
+		Rotated: rotated, RotatedBy: "admin:ada",
+		Previous: []wire.PreviousCA{{
+			CAView: wire.CAView{Fingerprint: "9c12bd95ee1932c7862b7fbeae873f3c7640a9350404ed5319de6989401b97ca", Subject: "CN=Rollcall cluster CA",
+				Serial: "01", NotBefore: ago(400 * 24 * time.Hour), NotAfter: ago(400*24*time.Hour).AddDate(10, 0, 0), MaxPathLen: 1, PEM: "-----BEGIN CERTIFICATE-----\n(old root)\n-----END CERTIFICATE-----\n"},
+			TrustedUntil: rotated.Add(720 * time.Hour),
+		}},
+		BundlePEM: "-----BEGIN CERTIFICATE-----\n(new root)\n-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----\n(old root)\n-----END CERTIFICATE-----\n",
+	}, nil
+}
+
 func (f *fleet) Access(context.Context) (wire.CertList, wire.AuditLog, error) {
 	return wire.CertList{Certificates: []wire.CertView{
 			{Serial: "5d1f0c2a9e", Kind: "admin", Name: "ada", NotAfter: ago(-365 * 24 * time.Hour), Issued: ago(time.Hour), IssuedBy: "token", State: "valid"},

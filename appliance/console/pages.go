@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/mattn/go-runewidth"
@@ -318,11 +319,14 @@ func (c *console) renderImages() {
 
 // accessView is what the Access page shows.
 type accessView struct {
+	ca    wire.CAState
 	certs wire.CertList
 	audit wire.AuditLog
 }
 
-// renderAccess is who may act on the cluster (the certificates the CA
+// renderAccess is the cluster CA (its current root, when and by whom it
+// was rotated, and the replaced roots still trusted, as rollcall ca show
+// prints them), who may act on the cluster (the certificates the CA
 // recorded, with their state) and what they did (the audit log, newest
 // first), as rollcall ca certs and rollcall audit print them.
 func (c *console) renderAccess() {
@@ -333,7 +337,28 @@ func (c *console) renderAccess() {
 		c.accessTV.SetText(b.String())
 		return
 	}
-	b.WriteString(" [::b]Certificates[::-] (rollcall ca certs; revoke with rollcall admin-cert revoke NAME or ca revoke SERIAL)\n")
+	b.WriteString(" [::b]Cluster CA[::-] (rollcall ca show; rollcall ca rotate -yes)\n")
+	ca := v.ca
+	fmt.Fprintf(&b, " fingerprint  SHA256:%s\n", esc(ca.Fingerprint))
+	fmt.Fprintf(&b, " subject      %s\n", esc(ca.Subject))
+	fmt.Fprintf(&b, " valid        %s to %s\n", ca.NotBefore.UTC().Format("2006-01-02"), ca.NotAfter.UTC().Format("2006-01-02"))
+	if !ca.Rotated.IsZero() {
+		fmt.Fprintf(&b, " rotated      %s by %s\n", ca.Rotated.Local().Format("2006-01-02 15:04"), esc(ca.RotatedBy))
+	}
+	// Trusted-until first: what an operator acts on (clients must take the
+	// new CA before it; yellow in its last week), and what a narrow screen
+	// keeps.
+	for _, p := range ca.Previous {
+		until := "trusted until " + p.TrustedUntil.Local().Format("2006-01-02 15:04")
+		if p.TrustedUntil.Sub(c.now()) < 7*24*time.Hour {
+			until = "[yellow]" + until + "[-]"
+		}
+		fmt.Fprintf(&b, " previous     %s  SHA256:%s\n", until, esc(p.Fingerprint))
+	}
+	if len(ca.Previous) == 0 {
+		b.WriteString(" previous     none still trusted\n")
+	}
+	b.WriteString("\n [::b]Certificates[::-] (rollcall ca certs; revoke with rollcall admin-cert revoke NAME or ca revoke SERIAL)\n")
 	color := map[string]string{"valid": "green", "revoked": "red", "expired": "yellow"}
 	for _, ct := range v.certs.Certificates {
 		fmt.Fprintf(&b, " %-12s %-16s %-34s [%s]%-7s[-] until %s\n", esc(ct.Kind), esc(ct.Name), esc(ct.Serial), color[ct.State], esc(ct.State), ct.NotAfter.UTC().Format("2006-01-02"))

@@ -340,7 +340,7 @@ func TestMirrorFollowsTagsAndRacks(t *testing.T) {
 	}
 	rootA, rootB := selfSignedPEM(t, "root A"), selfSignedPEM(t, "root B")
 	f.apply(t, &raftfsm.ClusterInit{Identity: raftfsm.ClusterIdentity{CACertPEM: rootA, SealedCAKey: []byte("sealed"), AdminTokenHash: "00", Created: now0}},
-		&raftfsm.GateOpen{Types: map[string]uint8{"160": 1, "161": 1, "162": 1, "163": 1}}, // as the leader opens them once every node reads them
+		&raftfsm.GateOpen{Types: map[string]uint8{"50": 1, "51": 1, "52": 1, "53": 1}}, // as the leader opens them once every node reads them
 		&raftfsm.CertPut{Cert: raftfsm.Cert{Serial: "0a01", Kind: "admin", Name: "ada", NotAfter: now0.Add(time.Hour), Issued: now0, IssuedBy: "token"}, Now: now0}, audited)
 	schema := schemaName(t)
 	m, _ := runMirror(t, f.db, srv.DSN(), schema, nil)
