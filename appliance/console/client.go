@@ -26,6 +26,16 @@ func NewClient(baseURL, token, caFile string) (*Client, error) {
 	return &Client{api: api}, nil
 }
 
+// NewCertClient returns a client for an https API that signs in with an
+// administrator's certificate (its files as client.json names them).
+func NewCertClient(baseURL, caFile, certFile, keyFile string) (*Client, error) {
+	api, err := apiclient.NewCert(baseURL, caFile, certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{api: api}, nil
+}
+
 // URL is the API's base URL.
 func (c *Client) URL() string { return c.api.Base }
 

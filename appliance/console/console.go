@@ -106,6 +106,12 @@ func (o Options) client() (*Client, ClientConfig, string, error) {
 			return nil, cfg, path, err
 		}
 	}
+	if cfg.URL != "" && cfg.Token == "" && cfg.HasCert() && strings.HasPrefix(cfg.URL, "https://") {
+		// Signed in by an administrator's certificate (rollcall
+		// admin-cert request), as the CLI is.
+		cl, err := NewCertClient(cfg.URL, cfg.CAFile, cfg.CertFile, cfg.KeyFile)
+		return cl, cfg, path, err
+	}
 	if cfg.URL == "" || cfg.Token == "" {
 		return nil, cfg, path, nil
 	}
@@ -117,7 +123,7 @@ func (o Options) client() (*Client, ClientConfig, string, error) {
 // keeps its own token only if one was given too.
 func fillConfig(c, saved ClientConfig) ClientConfig {
 	if c.URL == "" {
-		c.URL, c.CAFile = saved.URL, saved.CAFile
+		c.URL, c.CAFile, c.CertFile, c.KeyFile = saved.URL, saved.CAFile, saved.CertFile, saved.KeyFile
 	}
 	if c.Token == "" {
 		c.Token = saved.Token

@@ -42,6 +42,8 @@ type Options struct {
 	// RaftTune tunes Raft. Nil: a single node (Start) elects itself after
 	// 100 ms; a cluster's nodes keep raftfsm's defaults.
 	RaftTune func(*cluster.Config)
+	// HTTPS starts the node's HTTPS listener on a free loopback port.
+	HTTPS bool
 	// Node has the last word on the node's options (TFTPAddr, HTTPSAddr,
 	// RedfishDetect, a DataDir the test prepared, a Logger of its own…),
 	// after nodetest filled in its own.
@@ -132,6 +134,9 @@ func start(t testing.TB, o Options, join string) *Node {
 	opts := node.Options{
 		DataDir: t.TempDir(), Name: o.Name, HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", Join: join,
 		Logger: slog.New(h), RaftTune: o.RaftTune,
+	}
+	if o.HTTPS {
+		opts.HTTPSAddr = "127.0.0.1:0"
 	}
 	if o.Node != nil {
 		o.Node(&opts)
