@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rollcall/rollcall/appliance/node"
 	"github.com/rollcall/rollcall/appliance/nodetest"
+	"github.com/rollcall/rollcall/appliance/pki"
 	"github.com/rollcall/rollcall/appliance/wire"
 	"github.com/rollcall/rollcall/raftfsm/cluster"
 )
@@ -116,4 +118,85 @@ func waitLong(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
+}
+
+// TestClusterPortRefusesOtherCertificates: certificates the cluster CA
+// signed that are not a node's (an administrator's client certificate, a
+// service certificate with client auth) and a node certificate from
+// another CA are refused at the cluster port's handshake, each with its
+// reason in the node's log; the secrets the test used appear in no log.
+func TestClusterPortRefusesOtherCertificates(t *testing.T) {
+	var logs nodetest.LogBuffer
+	n := nodetest.StartWith(t, nodetest.Options{Log: &logs})
+	sign := func(path, cn string, body func(csr string) any) *tls.Config {
+		t.Helper()
+		keyPEM, csrPEM, err := pki.NewKeyAndCSR(cn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var issued wire.IssuedCert
+		waitLong(t, "the certificate commands to open", func() bool {
+			r := n.Do(t, http.MethodPost, path, body(string(csrPEM)), nodetest.Bearer(n.Admin)...)
+			if r.Status == http.StatusCreated {
+				r.Decode(t, &issued)
+				return true
+			}
+			if r.Status != http.StatusServiceUnavailable {
+				t.Fatalf("%s: %s", path, r)
+			}
+			return false
+		})
+		cfg, err := pki.PeerTLS([]byte(issued.CAPEM), []byte(issued.PEM), keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(logs.String(), strings.TrimSpace(string(keyPEM))) {
+			t.Fatal("a private key reached the node's log")
+		}
+		return cfg
+	}
+	admin := sign("/api/v1/admin-certs", "admin:x", func(csr string) any { return wire.AdminCertRequest{Name: "x", CSR: csr} })
+	service := sign("/api/v1/ca/issue", "x", func(csr string) any {
+		return wire.ServiceCertRequest{Name: "x", Hosts: []string{"svc.lab"}, Client: true, CSR: csr}
+	})
+	other, err := pki.NewCA("another cluster", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := other.IssueNode(n.Name(), []string{"127.0.0.1"}, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := pki.PeerTLS(other.CertPEM, certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, cfg := range map[string]*tls.Config{"an administrator's": admin, "a service's": service, "another CA's node": foreign} {
+		if err := clusterStatus(n.Cluster().Advertise(), cfg); err == nil {
+			t.Errorf("the cluster port accepted %s certificate", what)
+		}
+	}
+	if err := clusterStatus(n.Cluster().Advertise(), peerConfig(t, n.Dir)); err != nil {
+		t.Fatalf("the node's own certificate refused: %v", err)
+	}
+	log := logs.String()
+	refused := grepLines(log, "certificate refused")
+	for _, want := range []string{"is an administrator's certificate, not a node's", "was issued to service x, not to node x"} {
+		if !strings.Contains(refused, want) {
+			t.Errorf("the node's log does not say %q:\n%s", want, refused)
+		}
+	}
+	if strings.Contains(log, n.Admin) || strings.Contains(log, strings.TrimSpace(string(keyPEM))) {
+		t.Fatal("a secret of this test reached the node's log")
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

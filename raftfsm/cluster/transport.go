@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,10 @@ type mux struct {
 	hsMu      sync.Mutex
 	hsTotal   int
 	hsPerAddr map[netip.Addr]int
+
+	// refusedLogged is when a refused certificate was last logged at warn
+	// level (unix nanoseconds): one a second at most, the rest at debug.
+	refusedLogged atomic.Int64
 
 	// Raft connections accepted, with the peer each was admitted as.
 	liveMu sync.Mutex
@@ -207,7 +212,7 @@ func (m *mux) route(c net.Conn) {
 	err := tc.HandshakeContext(ctx)
 	m.endHandshake(c)
 	if err != nil {
-		m.log.Debug("cluster port: handshake failed", "remote", c.RemoteAddr(), "err", err)
+		m.logHandshake(c.RemoteAddr(), err)
 		c.Close()
 		return
 	}
@@ -355,3 +360,25 @@ type addr string
 
 func (a addr) Network() string { return "tcp" }
 func (a addr) String() string  { return string(a) }
+
+// refusedCert reports whether a handshake failed on a certificate the peer
+// presented: refused by pki.PeerCert's checks ("peer tls: …") or by the
+// verifier (another CA's).
+func refusedCert(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "peer tls:") || strings.Contains(s, "failed to verify certificate")
+}
+
+// logHandshake logs a failed handshake. A certificate that was presented
+// and refused (another CA's, a revoked or non-node one: pki.PeerCert's
+// "peer tls:" errors) is worth an operator's attention and is a warning,
+// at most one a second so a hostile peer cannot flood the log; anything
+// else (a scanner, a dropped connection) stays at debug level.
+func (m *mux) logHandshake(remote net.Addr, err error) {
+	now := time.Now().UnixNano()
+	if last := m.refusedLogged.Load(); refusedCert(err) && now-last >= int64(time.Second) && m.refusedLogged.CompareAndSwap(last, now) {
+		m.log.Warn("cluster port: certificate refused", "remote", remote, "err", err)
+		return
+	}
+	m.log.Debug("cluster port: handshake failed", "remote", remote, "err", err)
+}
