@@ -169,7 +169,7 @@ func (n *Node) loadPeerCert() (*pki.PeerCert, error) {
 // start, after a renewal, and again until the record is in (the command
 // type waits for the version gate on a cluster being upgraded).
 const (
-	certRecordRetry = 250 * time.Millisecond
+	certRecordRetry = 100 * time.Millisecond
 	certRecordEvery = time.Minute
 )
 

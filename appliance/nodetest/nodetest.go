@@ -85,6 +85,7 @@ func StartWith(t testing.TB, o Options) *Node {
 	if !n.joined { // a node that joined holds no token files: its cluster's first node does
 		n.Admin, n.Agent = readToken(t, n.Dir, "admin.token"), readToken(t, n.Dir, "agent.token")
 	}
+	settle(n)
 	return n
 }
 
@@ -93,6 +94,17 @@ func StartWith(t testing.TB, o Options) *Node {
 // the leader and has caught up with the first before the next starts.
 func StartCluster(t testing.TB, count int, o Options) []*Node {
 	t.Helper()
+	// Version reports every second while something is not open (a real
+	// cluster renews them every 20 s): the gate opens within seconds of
+	// the last join instead of a minute. A test's own RaftTune has the
+	// last word.
+	tune := o.RaftTune
+	o.RaftTune = func(c *cluster.Config) {
+		c.VersionReportEvery = time.Second
+		if tune != nil {
+			tune(c)
+		}
+	}
 	var nodes []*Node
 	for i := range count {
 		oi := o
@@ -122,7 +134,64 @@ func StartCluster(t testing.TB, count int, o Options) []*Node {
 			return id != "" && n.Cluster().FSM().AppliedIndex() >= first.Cluster().FSM().AppliedIndex()
 		})
 	}
+	settle(nodes...)
 	return nodes
+}
+
+// settle waits (up to 15 s, without failing) until the nodes' own
+// background writes are done: the version gate has opened what they read,
+// and each has recorded its node certificate (and its HTTPS one) by
+// serial. Tests that check a refused request takes no Raft entry would
+// otherwise see those land in the middle.
+func settle(nodes ...*Node) {
+	deadline := time.Now().Add(15 * time.Second)
+	for _, n := range nodes {
+		for time.Now().Before(deadline) && !n.settled() {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func (n *Node) settled() bool {
+	if len(n.Cluster().FSM().Pending()) > 0 {
+		return false
+	}
+	if n.Admin == "" {
+		return true // a node joined on its own: its tokens are its first node's
+	}
+	r, err := n.Send(context.Background(), http.MethodGet, "/api/v1/ca/certificates?kind=node", nil, Bearer(n.Admin)...)
+	if err == nil && (r.Status == http.StatusForbidden || r.Status == http.StatusUnauthorized) {
+		return true // the test's configuration keeps the admin API from this client
+	}
+	if err != nil || r.Status != http.StatusOK {
+		return false
+	}
+	var l wire.CertList
+	if json.Unmarshal(r.Body, &l) != nil {
+		return false
+	}
+	recorded := map[string]bool{}
+	for _, c := range l.Certificates {
+		recorded[c.Serial] = true
+	}
+	files := []string{"node.pem"}
+	if n.HTTPSAddr() != "" {
+		files = append(files, "https.pem")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(n.Dir, "tls", f))
+		if err != nil {
+			return false
+		}
+		c, err := pki.ParseCertPEM(b)
+		if err != nil {
+			return false
+		}
+		if !recorded[pki.SerialHex(c)] {
+			return false
+		}
+	}
+	return true
 }
 
 func start(t testing.TB, o Options, join string) *Node {

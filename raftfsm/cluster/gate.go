@@ -64,7 +64,7 @@ func (c *Cluster) runGate(ctx context.Context) {
 		}
 		wait := every
 		if !reported {
-			wait = min(every, time.Second) // no leader yet: try again soon
+			wait = min(every, 100*time.Millisecond) // no leader yet: try again soon
 		}
 		select {
 		case <-ctx.Done():
