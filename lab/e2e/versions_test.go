@@ -86,7 +86,8 @@ func clusterGate(n *proc, token string) (gateView, error) {
 // bit), no acknowledged write is lost, the new nodes hold back what only
 // they read while an old node is a member, and open it once the last one
 // has moved. A node may go back to the old build before the gate opened;
-// after, the old build stops with the reason.
+// after, the old build stops with the reason. A DHCP client renews all the
+// while and keeps its one address.
 func TestRollingUpgradeAcrossTheGate(t *testing.T) {
 	old := buildAt(t, envOr("ROLLCALL_OLD_REV", oldRev))
 	dir := t.TempDir()
@@ -109,6 +110,12 @@ func TestRollingUpgradeAcrossTheGate(t *testing.T) {
 		n.start(t, "-join", code)
 		n.waitHealthy(t)
 	}
+
+	// A DHCP client for the whole roll, served by the first node (which is
+	// upgraded, and goes back and forth, like the others).
+	dhcpNS := startDHCPLab(t)
+	serveDHCP(t, nodes[0].data, nodes[0].name)
+	probe := startDHCPProbe(t, dhcpNS)
 
 	// Writers on every node for the whole roll.
 	var mu sync.Mutex
@@ -205,6 +212,8 @@ func TestRollingUpgradeAcrossTheGate(t *testing.T) {
 		}
 	}
 
+	probe.mark("rolled")
+
 	// Every node on the new build: the gate opens on every node.
 	opened := time.Now()
 	deadline := opened.Add(120 * time.Second)
@@ -253,6 +262,12 @@ func TestRollingUpgradeAcrossTheGate(t *testing.T) {
 	wg.Wait()
 	alive()
 
+	if !probe.finish(t) {
+		for _, n := range nodes {
+			t.Logf("%s's DHCP log:\n%s", n.name, grepLog(n.log.String(), "dhcp"))
+		}
+		t.FailNow()
+	}
 	requireAcked(t, nodes, token, acked)
 	if len(acked) < 50 {
 		t.Fatalf("only %d writes acknowledged during the roll (%d failed): the load did not run", len(acked), failed)
